@@ -1,0 +1,29 @@
+# Two set-up commands, each creates .venv if missing: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STORE := .demo-store
+
+.PHONY: demo test test-slow bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+demo: $(VENV)/.installed-test
+	rm -rf $(STORE)
+	$(BIN)/arena ingest sample_data/battles.jsonl.gz --store $(STORE)
+	$(BIN)/arena info --store $(STORE)
+
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -q
+
+test-slow: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -q -m slow || [ $$? -eq 5 ]
+
+clean:
+	rm -rf $(VENV) $(STORE) .pytest_cache

@@ -1,0 +1,3 @@
+from arena_cli.cli import main
+
+main()

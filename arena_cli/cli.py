@@ -1,0 +1,56 @@
+"""The ``arena`` command: a thin typer layer. Each command parses options, calls the library, renders.
+
+Command modules import heavy libraries inside their functions so that ``arena --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+
+import typer
+
+from arena_cli.errors import ArenaError
+
+app = typer.Typer(
+    name="arena",
+    help="Build leaderboards you can trust from pairwise LLM vote logs (Bradley-Terry with style control).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def guarded(command: Callable) -> Callable:
+    """Library errors become a one-line message on stderr and their documented exit code."""
+
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except ArenaError as error:
+            if os.environ.get("ARENA_DEBUG"):
+                raise
+            from arena_cli.console import err_console
+
+            err_console.print(f"[red]error:[/red] {error}", highlight=False)
+            raise typer.Exit(int(error.exit_code)) from None
+
+    return run
+
+
+def _register() -> None:
+    from arena_cli.commands import ingest
+
+    app.command("ingest")(guarded(ingest.ingest_command))
+    app.command("info")(guarded(ingest.info_command))
+    app.command("export")(guarded(ingest.export_command))
+
+
+_register()
+
+
+def main() -> None:
+    app()

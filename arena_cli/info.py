@@ -1,0 +1,52 @@
+"""What is in a set of battles: counts, models, dates, outcomes, languages, quarantine."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from arena_cli.render.document import Document, Table
+
+
+def describe(battles: pl.DataFrame, quarantine: pl.DataFrame | None = None, feature_sets: dict[str, int] | None = None) -> Document:
+    """A summary document of ``battles`` (and of the quarantine, when known)."""
+    per_side = pl.concat([
+        battles.select(pl.col("model_a").alias("model"), pl.col("outcome").replace_strict({"model_a": "win", "model_b": "loss"}, default=pl.col("outcome"))),
+        battles.select(pl.col("model_b").alias("model"), pl.col("outcome").replace_strict({"model_b": "win", "model_a": "loss"}, default=pl.col("outcome"))),
+    ])
+    models = (
+        per_side.group_by("model")
+        .agg(
+            pl.len().alias("battles"),
+            (pl.col("outcome") == "win").sum().alias("wins"),
+            (pl.col("outcome") == "loss").sum().alias("losses"),
+            (pl.col("outcome") == "tie").sum().alias("ties"),
+            (pl.col("outcome") == "both_bad").sum().alias("both_bad"),
+        )
+        .sort(["battles", "model"], descending=[True, False])
+    )
+    outcomes = battles.group_by("outcome").agg(pl.len().alias("battles")).sort("outcome").with_columns(
+        (pl.col("battles") / battles.height).round(4).alias("share")
+    )
+    overview = {
+        "battles": battles.height,
+        "models": models.height,
+        "first": None,
+        "last": None,
+    }
+    if "timestamp" in battles.columns and battles["timestamp"].is_not_null().any():
+        overview["first"] = battles["timestamp"].min().isoformat()
+        overview["last"] = battles["timestamp"].max().isoformat()
+    tables = [
+        Table("overview", pl.DataFrame({"key": list(overview), "value": [str(v) if v is not None else "" for v in overview.values()]}), "Battles"),
+        Table("models", models, "Models"),
+        Table("outcomes", outcomes, "Outcomes"),
+    ]
+    if "language" in battles.columns and battles["language"].is_not_null().any():
+        languages = battles.group_by("language").agg(pl.len().alias("battles")).sort(["battles", "language"], descending=[True, False])
+        tables.append(Table("languages", languages, "Languages"))
+    if quarantine is not None:
+        reasons = quarantine.group_by("reason").agg(pl.len().alias("rows")).sort("reason") if quarantine.height else pl.DataFrame(schema={"reason": pl.String, "rows": pl.UInt32})
+        tables.append(Table("quarantine", reasons, "Quarantined rows"))
+    if feature_sets:
+        tables.append(Table("features", pl.DataFrame({"feature_set": list(feature_sets), "battles": list(feature_sets.values())}), "Computed style features"))
+    return Document("info", tuple(tables), meta=overview, title="arena info")

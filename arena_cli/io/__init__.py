@@ -1,0 +1,1 @@
+"""Reading vote logs, the on-disk store, and atomic file writes."""

@@ -1,0 +1,42 @@
+"""Exporting a store table to one ordinary file (parquet, JSONL, CSV)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from arena_cli.errors import InputError
+from arena_cli.io.atomic import atomic_write
+from arena_cli.io.store import Store
+
+_EXTENSIONS = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
+
+
+def export_table(store: Path | None, table: str, output: Path, fmt: str | None = None, where: str | None = None) -> int:
+    """Write ``table`` of the store to ``output``; returns the number of rows written."""
+    fmt = fmt or _EXTENSIONS.get(Path(output).suffix.lower())
+    if fmt is None:
+        raise InputError(f"{output}: cannot tell the export format from the extension; use --format parquet|jsonl|csv")
+    if table not in ("battles", "quarantine"):
+        raise InputError(f"--table {table!r}: expected battles or quarantine")
+    opened = Store.open(store)
+    frame = opened.read(table)
+    if frame is None:
+        frame = pl.DataFrame()
+    if where:
+        from arena_cli.dataset import where_expression
+
+        frame = frame.filter(where_expression(where))
+    if fmt == "parquet":
+        atomic_write(Path(output), lambda tmp: frame.write_parquet(tmp, compression="zstd"))
+    elif fmt == "jsonl":
+        atomic_write(Path(output), lambda tmp: frame.write_ndjson(tmp))
+    else:
+        nested = [c for c, t in frame.schema.items() if t.is_nested() or t == pl.Binary]
+        flat = frame.with_columns(
+            pl.col(c).map_elements(lambda v: json.dumps(v if not isinstance(v, bytes) else v.hex()), return_dtype=pl.String) for c in nested
+        ) if nested else frame
+        atomic_write(Path(output), lambda tmp: flat.write_csv(tmp))
+    return frame.height

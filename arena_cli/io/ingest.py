@@ -1,0 +1,611 @@
+"""Ingest: vote logs in the formats people have -> validated canonical battles, and nothing lost.
+
+Flow per batch: a container reader (:mod:`arena_cli.io.readers`) gives rows; a dialect maps source columns to
+the canonical fields (:mod:`arena_cli.schema`); every row is validated (a rejected row keeps its original
+content, source, row and reason); ids and content hashes are computed; duplicates are dropped (same id, same
+content) or quarantined (same id, different content). The same stream feeds both the store
+(:func:`ingest_to_store`) and one-shot in-memory use (:func:`read_sources`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from arena_cli.errors import InputError, RejectedRowsError
+from arena_cli.io.readers import RAW, ROW, RawBatch, container_of, read_batches
+from arena_cli.schema import (
+    BATTLE_SCHEMA,
+    CONVERSATION,
+    META_COUNTS,
+    OUTCOMES,
+    QUARANTINE_SCHEMA,
+    WINNER_LABELS,
+    QuarantineReason,
+    conform,
+)
+
+#: Fields a user can map with ``--map FIELD=COLUMN``.
+MAPPABLE = (
+    "battle_id", "model_a", "model_b", "outcome", "timestamp", "judge", "question_id", "language", "turn",
+    "anony", "category", "conversation_a", "conversation_b", "conv_metadata",
+)
+
+#: Where the LMArena / FastChat / arena-human-preference shapes keep each field (first present wins).
+ARENA_COLUMNS: dict[str, tuple[str, ...]] = {
+    "battle_id": ("battle_id", "id", "question_id"),
+    "model_a": ("model_a",),
+    "model_b": ("model_b",),
+    "outcome": ("winner", "outcome"),
+    "timestamp": ("tstamp", "timestamp"),
+    "judge": ("judge",),
+    "question_id": ("question_id",),
+    "language": ("language",),
+    "turn": ("turn",),
+    "anony": ("anony",),
+    "category": ("category",),
+    "conversation_a": ("conversation_a",),
+    "conversation_b": ("conversation_b",),
+    "conv_metadata": ("conv_metadata",),
+}
+KAGGLE_COLUMNS = ("id", "model_a", "model_b", "prompt", "response_a", "response_b", "winner_model_a", "winner_model_b", "winner_tie")
+
+FORMATS = ("auto", "jsonl", "json", "csv", "parquet", "kaggle")
+HASH_VERSION = "v1"
+PART_ROWS = 500_000
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """How to read sources. ``mapping`` overrides where a canonical field comes from; an empty column name
+    for ``battle_id`` means "ignore any id column, use the content hash"."""
+
+    fmt: str = "auto"
+    mapping: dict[str, str] = field(default_factory=dict)
+    winner_map: dict[str, str] = field(default_factory=dict)
+    batch_rows: int = 200_000
+
+
+@dataclass
+class SourceSummary:
+    source: str
+    rows_read: int = 0
+    stored: int = 0
+    duplicates: int = 0
+    quarantined: Counter = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "rows_read": self.rows_read,
+            "stored": self.stored,
+            "duplicates": self.duplicates,
+            "quarantined": sum(self.quarantined.values()),
+            "quarantined_by_reason": dict(sorted(self.quarantined.items())),
+        }
+
+
+@dataclass
+class IngestResult:
+    """In-memory result of reading sources: canonical battles, quarantined rows, per-source counts."""
+
+    battles: pl.DataFrame
+    quarantine: pl.DataFrame
+    summaries: list[SourceSummary]
+
+
+# -- parsing helpers (vectorized; each returns the parsed value and whether a present value failed) -------------
+
+def _text(col: str, dtype: pl.DataType) -> pl.Expr:
+    expr = pl.col(col)
+    if dtype == pl.String:
+        return expr.str.strip_chars()
+    if dtype.is_nested():
+        return pl.struct(expr).struct.json_encode()
+    return expr.cast(pl.String)
+
+
+def _timestamp(col: str, dtype: pl.DataType) -> pl.Expr:
+    if isinstance(dtype, pl.Datetime):
+        return pl.col(col).dt.replace_time_zone(None).dt.replace_time_zone("UTC").cast(BATTLE_SCHEMA["timestamp"]) if dtype.time_zone is None else pl.col(col).dt.convert_time_zone("UTC").cast(BATTLE_SCHEMA["timestamp"])
+    if dtype.is_numeric():
+        seconds = pl.col(col).cast(pl.Float64)
+    else:
+        seconds = pl.col(col).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    micros = pl.when(seconds.abs() < 1e11).then(seconds * 1e6).otherwise(seconds * 1e3)
+    from_epoch = pl.from_epoch(micros.round(0).cast(pl.Int64, strict=False), time_unit="us").dt.replace_time_zone("UTC")
+    if dtype.is_numeric():
+        return from_epoch
+    text = pl.col(col).cast(pl.String).str.strip_chars()
+    parsed = [text.str.to_datetime(format=f, strict=False, time_zone="UTC", time_unit="us") for f in (
+        "%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%.f%#z", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d",
+    )]
+    return pl.coalesce([from_epoch, *parsed])
+
+
+def _integer(col: str, dtype: pl.DataType) -> pl.Expr:
+    number = pl.col(col).cast(pl.Float64, strict=False) if dtype.is_numeric() else pl.col(col).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    return pl.when(number == number.floor()).then(number).cast(pl.Int64, strict=False).cast(pl.Int32, strict=False)
+
+
+def _boolean(col: str, dtype: pl.DataType) -> pl.Expr:
+    if dtype == pl.Boolean:
+        return pl.col(col)
+    text = pl.col(col).cast(pl.String).str.strip_chars().str.to_lowercase()
+    return text.replace_strict({"true": True, "false": False, "1": True, "0": False, "1.0": True, "0.0": False, "yes": True, "no": False}, default=None, return_dtype=pl.Boolean)
+
+
+def _conversation_from_typed(col: str, dtype: pl.DataType) -> pl.Expr | None:
+    inner = dtype.inner if isinstance(dtype, pl.List) else None
+    if isinstance(inner, pl.Struct) and {"role", "content"} <= {f.name for f in inner.fields}:
+        return pl.col(col).list.eval(pl.struct(pl.element().struct.field("role").cast(pl.String), pl.element().struct.field("content").cast(pl.String))).cast(CONVERSATION)
+    return None
+
+
+def _decode_json(series: pl.Series, dtype: pl.DataType) -> pl.Series:
+    """Decode JSON text to ``dtype``; rows that do not fit become null (found one by one only on failure)."""
+    try:
+        return series.str.json_decode(dtype)
+    except Exception:
+        import json
+
+        def one(value: str | None) -> str | None:
+            if value is None:
+                return None
+            try:
+                pl.Series([value]).str.json_decode(dtype)
+                json.loads(value)
+                return value
+            except Exception:
+                return None
+
+        return pl.Series(series.name, [one(v) for v in series.to_list()], dtype=pl.String).str.json_decode(dtype)
+
+
+def _meta_paths(side: str) -> dict[str, tuple[str, ...]]:
+    """Where LMArena's conv_metadata keeps each count for one side."""
+    paths = {"tokens": (f"sum_assistant_{side}_tokens",)}
+    paths.update({f"h{i}": (f"header_count_{side}", f"h{i}") for i in range(1, 7)})
+    paths.update({"ordered": (f"list_count_{side}", "ordered"), "unordered": (f"list_count_{side}", "unordered")})
+    paths.update({"bold_star": (f"bold_count_{side}", "**"), "bold_underscore": (f"bold_count_{side}", "__")})
+    return paths
+
+
+def _meta_text_dtype() -> pl.Struct:
+    fields: dict[str, pl.DataType] = {}
+    for side in ("a", "b"):
+        fields[f"sum_assistant_{side}_tokens"] = pl.String
+        fields[f"header_count_{side}"] = pl.Struct({f"h{i}": pl.String for i in range(1, 7)})
+        fields[f"list_count_{side}"] = pl.Struct({"ordered": pl.String, "unordered": pl.String})
+        fields[f"bold_count_{side}"] = pl.Struct({"**": pl.String, "__": pl.String})
+    return pl.Struct(fields)
+
+
+def _field_path(expr: pl.Expr, dtype: pl.DataType, path: tuple[str, ...]) -> pl.Expr | None:
+    for name in path:
+        if not isinstance(dtype, pl.Struct):
+            return None
+        fields = {f.name: f.dtype for f in dtype.fields}
+        if name not in fields:
+            return None
+        expr, dtype = expr.struct.field(name), fields[name]
+    return expr.cast(pl.String).cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
+
+
+# -- the dialects --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Plan:
+    """Which source column feeds each canonical field, decided once per source from its first batch."""
+
+    dialect: str  # "arena" | "kaggle"
+    columns: dict[str, str]
+    extras: tuple[str, ...]
+
+
+def plan_for(columns: list[str], options: IngestOptions, source: str) -> Plan:
+    present = [c for c in columns if c not in (ROW, RAW)]
+    kaggle = options.fmt == "kaggle" or (not options.mapping and {"winner_model_a", "winner_model_b"} <= set(present))
+    chosen: dict[str, str] = {}
+    if kaggle:
+        missing = [c for c in ("model_a", "model_b", "winner_model_a", "winner_model_b") if c not in present]
+        if missing:
+            raise InputError(f"{source}: not a Kaggle-style file, missing columns {missing}")
+        chosen = {"battle_id": "id"} if "id" in present else {}
+        chosen.update(model_a="model_a", model_b="model_b")
+        consumed = set(KAGGLE_COLUMNS)
+    else:
+        for target, candidates in ARENA_COLUMNS.items():
+            found = next((c for c in candidates if c in present), None)
+            if found is not None:
+                chosen[target] = found
+        if options.mapping:
+            # A mapped file is not an LMArena export: its "id" may name a pair or a prompt, not a vote, so
+            # its ids are used only when mapped explicitly; otherwise every vote gets a content-hash id.
+            chosen.pop("battle_id", None)
+        consumed = set()
+    for target, column in options.mapping.items():
+        if target == "battle_id" and column == "":
+            chosen.pop("battle_id", None)
+            continue
+        if column not in present:
+            raise InputError(f"{source}: --map {target}={column}: no column {column!r} (columns: {', '.join(present)})")
+        chosen[target] = column
+    if kaggle:
+        chosen = {k: v for k, v in chosen.items() if k in ("battle_id", "model_a", "model_b") or k in options.mapping}
+    for required in ("model_a", "model_b") + (() if kaggle else ("outcome",)):
+        if required not in chosen:
+            hint = "use --map model_a=COL --map model_b=COL --map outcome=COL" if required != "outcome" else "use --map outcome=COL"
+            raise InputError(f"{source}: cannot find the {required} column ({hint}; columns: {', '.join(present)})")
+    consumed |= set(chosen.values())
+    extras = tuple(c for c in present if c not in consumed)
+    return Plan("kaggle" if kaggle else "arena", chosen, extras)
+
+
+def _winner_labels(options: IngestOptions) -> dict[str, str]:
+    labels = dict(WINNER_LABELS)
+    for label, outcome in options.winner_map.items():
+        if outcome not in OUTCOMES:
+            raise InputError(f"--winner-map {label}={outcome}: the outcome must be one of {', '.join(OUTCOMES)}")
+        labels[label.strip().lower()] = outcome
+    return labels
+
+
+def _kaggle_outcome(frame: pl.DataFrame) -> pl.Expr:
+    """Kaggle's one-hot winner columns; anything but exactly one flag set is an unknown winner."""
+    flags = [
+        pl.col(c).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False) if c in frame.columns else pl.lit(0.0)
+        for c in ("winner_model_a", "winner_model_b", "winner_tie")
+    ]
+    ones = sum((f == 1.0).cast(pl.Int32) for f in flags)
+    outcome = (
+        pl.when(ones != 1).then(None)
+        .when(flags[0] == 1.0).then(pl.lit("model_a"))
+        .when(flags[1] == 1.0).then(pl.lit("model_b"))
+        .otherwise(pl.lit("tie"))
+    )
+    return outcome
+
+
+def _kaggle_conversation(frame: pl.DataFrame, response: str) -> pl.Series:
+    """Kaggle keeps prompts and responses as JSON lists of turns: interleave them into user/assistant turns."""
+    turns = pl.List(pl.String)
+    none = pl.Series([None] * frame.height, dtype=turns)
+    prompts = _decode_json(frame["prompt"].cast(pl.String), turns) if "prompt" in frame.columns else none
+    answers = _decode_json(frame[response].cast(pl.String), turns) if response in frame.columns else none
+    pairs = pl.DataFrame({"p": prompts, "r": answers}).with_row_index("i")
+    length = pl.max_horizontal(pl.col("p").list.len().fill_null(0), pl.col("r").list.len())
+    messages = (
+        pairs.filter(pl.col("r").is_not_null())
+        .with_columns(pl.int_ranges(0, length).alias("k"))
+        .explode("k")
+        .drop_nulls("k")
+        .select(
+            "i",
+            pl.concat_list(
+                pl.struct(pl.lit("user").alias("role"), pl.col("p").list.get(pl.col("k"), null_on_oob=True).alias("content")),
+                pl.struct(pl.lit("assistant").alias("role"), pl.col("r").list.get(pl.col("k"), null_on_oob=True).alias("content")),
+            ).alias("m"),
+        )
+        .explode("m")
+        .filter(~((pl.col("m").struct.field("role") == "user") & pl.col("m").struct.field("content").is_null()))
+        .group_by("i", maintain_order=True)
+        .agg(pl.col("m"))
+    )
+    return pairs.select("i").join(messages, on="i", how="left", maintain_order="left")["m"].cast(CONVERSATION)
+
+
+def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Map one batch to canonical columns and validate every row. Returns (accepted, quarantined)."""
+    schema = batch.schema
+    col = plan.columns
+    out: dict[str, pl.Expr] = {}
+    bad: list[tuple[str, pl.Expr, str]] = []  # (reason, condition, detail)
+
+    for name in ("model_a", "model_b"):
+        out[name] = _text(col[name], schema[col[name]])
+    missing_model = out["model_a"].is_null() | (out["model_a"] == "") | out["model_b"].is_null() | (out["model_b"] == "")
+
+    if plan.dialect == "kaggle" and "outcome" not in col:
+        outcome = _kaggle_outcome(batch)
+        label = None
+    else:
+        label = _text(col["outcome"], schema[col["outcome"]])
+        outcome = label.str.to_lowercase().replace_strict(labels, default=None, return_dtype=pl.String)
+    out["outcome"] = outcome
+
+    for name, parse in (("timestamp", _timestamp), ("turn", _integer), ("anony", _boolean)):
+        if name in col:
+            out[name] = parse(col[name], schema[col[name]])
+            present = pl.col(col[name]).is_not_null() & (_text(col[name], schema[col[name]]) != "")
+            bad.append((QuarantineReason.WRONG_TYPE.value, present & out[name].is_null(), f"{col[name]}: not a valid {name}"))
+    for name in ("judge", "question_id", "language", "category"):
+        if name in col:
+            out[name] = _text(col[name], schema[col[name]])
+
+    decoded: dict[str, pl.Series] = {}
+    for side in ("a", "b"):
+        name = f"conversation_{side}"
+        if name in col:
+            dtype = schema[col[name]]
+            typed = _conversation_from_typed(col[name], dtype)
+            if typed is not None:
+                out[name] = typed
+            else:
+                decoded[name] = _decode_json(batch[col[name]].cast(pl.String), CONVERSATION)
+                out[name] = pl.col(f"__{name}")
+                present = pl.col(col[name]).is_not_null()
+                bad.append((QuarantineReason.WRONG_TYPE.value, present & pl.col(f"__{name}").is_null(), f"{col[name]}: not a list of {{role, content}} messages"))
+        elif plan.dialect == "kaggle":
+            decoded[name] = _kaggle_conversation(batch, f"response_{side}")
+            out[name] = pl.col(f"__{name}")
+
+    if "conv_metadata" in col:
+        dtype = schema[col["conv_metadata"]]
+        if dtype == pl.String:
+            decoded["conv_metadata"] = _decode_json(batch[col["conv_metadata"]], _meta_text_dtype())
+            meta_expr, meta_dtype = pl.col("__conv_metadata"), _meta_text_dtype()
+            bad.append((QuarantineReason.WRONG_TYPE.value, pl.col(col["conv_metadata"]).is_not_null() & pl.col("__conv_metadata").is_null(), f"{col['conv_metadata']}: not an LMArena conv_metadata object"))
+        else:
+            meta_expr, meta_dtype = pl.col(col["conv_metadata"]), dtype
+        for side in ("a", "b"):
+            for count, path in _meta_paths(side).items():
+                value = _field_path(meta_expr, meta_dtype, path)
+                if value is not None:
+                    out[f"meta_{count}_{side}"] = value
+
+    if decoded:
+        batch = batch.with_columns(pl.Series(f"__{k}", v) for k, v in decoded.items())
+
+    extras: dict[str, pl.Expr] = {}
+    for name in plan.extras:
+        target = name if name not in BATTLE_SCHEMA else f"extra_{name}"
+        extras[target] = pl.col(name)
+
+    checks = [
+        (QuarantineReason.MISSING_MODEL.value, missing_model, "model_a or model_b is missing or empty"),
+        (QuarantineReason.UNKNOWN_WINNER.value, out["outcome"].is_null(), None),
+        *bad,
+        (QuarantineReason.SELF_BATTLE.value, out["model_a"] == out["model_b"], "model_a == model_b"),
+    ]
+    reason = pl.lit(None, dtype=pl.String)
+    detail = pl.lit(None, dtype=pl.String)
+    for name, condition, text in reversed(checks):
+        reason = pl.when(condition.fill_null(False)).then(pl.lit(name)).otherwise(reason)
+        if text is not None:
+            message = pl.lit(text)
+        elif label is None:
+            message = pl.lit("winner_model_a/winner_model_b/winner_tie: exactly one must be 1")
+        else:
+            message = pl.concat_str(pl.lit("unknown winner label "), pl.format('"{}"', label.fill_null("")), pl.lit(" (map it with --winner-map LABEL=OUTCOME)"))
+        detail = pl.when(condition.fill_null(False)).then(message).otherwise(detail)
+
+    frame = batch.select(
+        *[e.alias(k) for k, e in out.items()],
+        *[e.alias(k) for k, e in extras.items()],
+        (_text(col["battle_id"], schema[col["battle_id"]]) if "battle_id" in col else pl.lit(None, dtype=pl.String)).alias("battle_id"),
+        pl.col(ROW).alias("source_row"),
+        reason.alias("__reason"),
+        detail.alias("__detail"),
+        *([pl.col(RAW)] if RAW in batch.columns else []),
+    ).with_columns(pl.lit(source).alias("source_file"))
+
+    rejected = frame.filter(pl.col("__reason").is_not_null())
+    if rejected.height:
+        raw = rejected[RAW] if RAW in rejected.columns else _raw_records(batch, rejected["source_row"])
+        rejected = pl.DataFrame(
+            {
+                "source_file": rejected["source_file"],
+                "source_row": rejected["source_row"],
+                "reason": rejected["__reason"],
+                "detail": rejected["__detail"],
+                "raw": raw,
+                "raw_bytes": pl.Series([None] * rejected.height, dtype=pl.Binary),
+            },
+            schema=QUARANTINE_SCHEMA,
+        )
+    else:
+        rejected = pl.DataFrame(schema=QUARANTINE_SCHEMA)
+    accepted = frame.filter(pl.col("__reason").is_null()).drop("__reason", "__detail", RAW, strict=False)
+    return accepted, rejected
+
+
+def _raw_records(batch: pl.DataFrame, rows: pl.Series) -> pl.Series:
+    """The original record as JSON text, for quarantined rows of typed sources (parquet)."""
+    picked = batch.join(pl.DataFrame({ROW: rows}), on=ROW, how="semi", maintain_order="left")
+    return picked.select(pl.struct(pl.exclude(ROW)).struct.json_encode().alias("raw"))["raw"]
+
+
+# -- ids, hashes, duplicates ---------------------------------------------------------------------------------
+
+def _hash_column(values: pl.Series) -> pl.Series:
+    digest = hashlib.blake2b
+    return pl.Series([digest(v.encode(), digest_size=16).hexdigest() for v in values.to_list()], dtype=pl.String)
+
+
+def add_hashes(accepted: pl.DataFrame, occurrences: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Content hash of every row (all canonical fields and extras, not provenance) and an id for rows without
+    one: ``sha-<hash>``, with ``~k`` for the k-th repeat of identical content in the same source (so appending
+    to a growing log keeps every earlier id). ``occurrences`` carries the repeat counts across batches."""
+    content = [c for c in accepted.columns if c not in ("battle_id", "source_file", "source_row")]
+    canonical = conform(accepted.with_columns(pl.lit("").alias("content_hash"))).select(
+        [c for c in BATTLE_SCHEMA if c in content] + sorted(c for c in content if c not in BATTLE_SCHEMA)
+    )
+    text = canonical.select(pl.concat_str(pl.lit(HASH_VERSION), pl.struct(pl.all()).struct.json_encode()).alias("t"))["t"]
+    frame = accepted.with_columns(_hash_column(text).alias("content_hash"))
+    missing = frame["battle_id"].is_null() | (frame["battle_id"] == "")
+    if missing.any():
+        frame = frame.with_columns(pl.int_range(pl.len()).alias("__order"))
+        without = frame.filter(missing).with_columns(pl.int_range(pl.len()).over("content_hash").alias("__k"))
+        without = without.join(occurrences, on="content_hash", how="left").with_columns(
+            (pl.col("__k") + pl.col("__seen").fill_null(0)).alias("__k")
+        )
+        occurrences = pl.concat([occurrences, without.group_by("content_hash").agg(pl.len().cast(pl.Int64).alias("__seen"))]).group_by("content_hash").agg(pl.col("__seen").sum())
+        without = without.with_columns(
+            pl.concat_str(pl.lit("sha-"), pl.col("content_hash").str.slice(0, 24), pl.when(pl.col("__k") > 0).then(pl.format("~{}", pl.col("__k"))).otherwise(pl.lit(""))).alias("battle_id")
+        ).drop("__k", "__seen")
+        frame = pl.concat([frame.filter(~missing), without], how="vertical_relaxed").sort("__order").drop("__order")
+    return frame, occurrences
+
+
+def split_duplicates(frame: pl.DataFrame, seen: pl.DataFrame) -> tuple[pl.DataFrame, int, pl.DataFrame]:
+    """Drop exact duplicates (same id, same content) and pull out conflicting ones (same id, other content).
+
+    The reference content of an id is the stored one (``seen``: the store and earlier batches) or else its
+    first occurrence in this batch. Returns (new rows, number of exact duplicates, conflicting rows).
+    """
+    frame = frame.with_row_index("__order")
+    firsts = frame.group_by("battle_id", maintain_order=True).agg(
+        pl.col("content_hash").first().alias("__batch_ref"), pl.col("__order").first().alias("__first")
+    )
+    refs = firsts.join(seen.rename({"content_hash": "__seen_ref"}), on="battle_id", how="left")
+    checked = frame.join(refs, on="battle_id", how="left", maintain_order="left")
+    reference = pl.coalesce("__seen_ref", "__batch_ref")
+    is_new = pl.col("__seen_ref").is_null() & (pl.col("__order") == pl.col("__first"))
+    conflict = pl.col("content_hash") != reference
+    helpers = ["__order", "__batch_ref", "__first", "__seen_ref"]
+    new = checked.filter(is_new).drop(helpers)
+    duplicates = checked.filter(~is_new & ~conflict).height
+    conflicts = checked.filter(conflict).drop(helpers)
+    return new, duplicates, conflicts
+
+
+def _conflict_rows(conflicts: pl.DataFrame, raw_of: Callable[[pl.Series], pl.Series]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "source_file": conflicts["source_file"],
+            "source_row": conflicts["source_row"],
+            "reason": [QuarantineReason.CONFLICTING_DUPLICATE.value] * conflicts.height,
+            "detail": [f"battle_id {bid} already seen with different content" for bid in conflicts["battle_id"].to_list()],
+            "raw": raw_of(conflicts["source_row"]),
+            "raw_bytes": pl.Series([None] * conflicts.height, dtype=pl.Binary),
+        },
+        schema=QUARANTINE_SCHEMA,
+    )
+
+
+def _detect_fmt(path: Path, options: IngestOptions) -> str:
+    if options.fmt in ("auto", "kaggle"):
+        return container_of(path)
+    return options.fmt
+
+
+def stream(
+    paths: list[Path], options: IngestOptions, seen: pl.DataFrame
+) -> Iterator[tuple[SourceSummary, pl.DataFrame, pl.DataFrame]]:
+    """The ingest stream: per batch, (summary so far, new canonical battles, quarantined rows).
+
+    ``seen`` holds (battle_id, content_hash) of battles already stored; it grows as batches are accepted.
+    """
+    labels = _winner_labels(options)
+    for mapped in options.mapping:
+        if mapped not in MAPPABLE:
+            raise InputError(f"--map {mapped}=...: unknown field (one of: {', '.join(MAPPABLE)})")
+    seen = seen.select("battle_id", "content_hash")
+    for path in paths:
+        summary = SourceSummary(str(path))
+        plan: Plan | None = None
+        occurrences = pl.DataFrame(schema={"content_hash": pl.String, "__seen": pl.Int64})
+        for raw in read_batches(Path(path), _detect_fmt(Path(path), options), options.batch_rows):
+            summary.rows_read += raw.frame.height + raw.rejected.height
+            summary.quarantined.update(raw.rejected["reason"].to_list())
+            accepted = pl.DataFrame()
+            rejected = raw.rejected
+            if raw.frame.height:
+                plan = plan or plan_for(raw.frame.columns, options, str(path))
+                batch = _align(raw.frame, plan)
+                accepted, invalid = canonicalize(batch, plan, labels, str(path))
+                summary.quarantined.update(invalid["reason"].to_list())
+                accepted, occurrences = add_hashes(accepted, occurrences)
+                accepted, duplicates, conflicts = split_duplicates(accepted, seen)
+                summary.duplicates += duplicates
+                conflict_rows = _conflict_rows(conflicts, lambda rows, b=batch: _raw_of(b, rows))
+                summary.quarantined.update(conflict_rows["reason"].to_list())
+                rejected = pl.concat([rejected, invalid, conflict_rows])
+                accepted = conform(accepted)
+                summary.stored += accepted.height
+                seen = pl.concat([seen, accepted.select("battle_id", "content_hash")])
+            yield summary, accepted, rejected
+
+
+def _align(frame: pl.DataFrame, plan: Plan) -> pl.DataFrame:
+    """Later batches of a JSON source may lack a column the first one had (or add new ones): align to the plan."""
+    needed = set(plan.columns.values()) | set(plan.extras)
+    missing = [pl.lit(None, dtype=pl.String).alias(c) for c in needed if c not in frame.columns]
+    return frame.with_columns(missing) if missing else frame
+
+
+def _raw_of(batch: pl.DataFrame, rows: pl.Series) -> pl.Series:
+    if RAW in batch.columns:
+        return batch.join(pl.DataFrame({ROW: rows}), on=ROW, how="semi", maintain_order="left")[RAW]
+    return _raw_records(batch, rows)
+
+
+def read_sources(paths: list[Path], options: IngestOptions | None = None) -> IngestResult:
+    """Read vote logs in memory (no store): for one-shot use such as ``arena fit votes.jsonl``."""
+    options = options or IngestOptions()
+    battles: list[pl.DataFrame] = []
+    quarantine: list[pl.DataFrame] = []
+    summaries: dict[str, SourceSummary] = {}
+    empty_seen = pl.DataFrame(schema={"battle_id": pl.String, "content_hash": pl.String})
+    for summary, accepted, rejected in stream(paths, options, empty_seen):
+        summaries[summary.source] = summary
+        if accepted.height:
+            battles.append(accepted)
+        if rejected.height:
+            quarantine.append(rejected)
+    frame = pl.concat(battles, how="diagonal_relaxed") if battles else conform(pl.DataFrame(schema=BATTLE_SCHEMA))
+    rejected_all = pl.concat(quarantine) if quarantine else pl.DataFrame(schema=QUARANTINE_SCHEMA)
+    return IngestResult(frame, rejected_all, list(summaries.values()))
+
+
+def ingest_to_store(store, paths: list[Path], options: IngestOptions | None = None, *, strict: bool = False,
+                    lock_wait: float = 60.0, on_batch: Callable[[SourceSummary], None] | None = None) -> list[SourceSummary]:
+    """Append the new battles of ``paths`` to ``store`` in one atomic publish (all sources or none).
+
+    Idempotent: battles already stored are counted as duplicates. Quarantined rows are stored too, except
+    rows already quarantined earlier (same source, row, reason and content). With ``strict``, any rejected
+    row aborts the run and the store is left unchanged.
+    """
+    options = options or IngestOptions()
+    summaries: dict[str, SourceSummary] = {}
+    with store.write(wait=lock_wait) as tx:
+        seen = store.read("battles", ["battle_id", "content_hash"])
+        if seen is None:
+            seen = pl.DataFrame(schema={"battle_id": pl.String, "content_hash": pl.String})
+        old_quarantine = store.read("quarantine", ["source_file", "source_row", "reason", "raw"])
+        pending: list[pl.DataFrame] = []
+        pending_rows = 0
+        rejected_parts: list[pl.DataFrame] = []
+        for summary, accepted, rejected in stream(paths, options, seen):
+            summaries[summary.source] = summary
+            if on_batch:
+                on_batch(summary)
+            if rejected.height:
+                rejected_parts.append(rejected)
+            if accepted.height:
+                pending.append(accepted)
+                pending_rows += accepted.height
+            if pending_rows >= PART_ROWS:
+                tx.add("battles", pl.concat(pending, how="diagonal_relaxed"))
+                pending, pending_rows = [], 0
+        rejected_all = pl.concat(rejected_parts) if rejected_parts else pl.DataFrame(schema=QUARANTINE_SCHEMA)
+        if strict and rejected_all.height:
+            counts = Counter(rejected_all["reason"].to_list())
+            raise RejectedRowsError(
+                f"--strict: {rejected_all.height} row(s) rejected ({', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))}); the store is unchanged"
+            )
+        if pending:
+            tx.add("battles", pl.concat(pending, how="diagonal_relaxed"))
+        if old_quarantine is not None and rejected_all.height:
+            rejected_all = rejected_all.join(old_quarantine, on=["source_file", "source_row", "reason", "raw"], how="anti", nulls_equal=True)
+        tx.add("quarantine", rejected_all)
+        tx.log({"sources": [s.as_dict() for s in summaries.values()]})
+    return list(summaries.values())

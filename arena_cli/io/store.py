@@ -1,0 +1,189 @@
+"""The battle store: a directory of parquet parts listed by one small manifest.
+
+Why this shape: parquet parts are readable by any tool (polars, pandas, duckdb), appends never rewrite old
+data, and publishing a write is one atomic rename of ``manifest.json``. A run killed at any instant leaves
+the store exactly as before (the old manifest still lists only the old parts) or exactly as after.
+
+Layout::
+
+    STORE/manifest.json            the truth: which part files make up each table
+    STORE/battles/part-*.parquet   canonical battles (arena_cli.schema.BATTLE_SCHEMA + extra columns)
+    STORE/quarantine/part-*.parquet  rejected rows with their reason (QUARANTINE_SCHEMA)
+    STORE/features/<key>/part-*.parquet  style features per battle, one folder per (recipe, encoding, version)
+    STORE/.lock                    writers hold an exclusive lock on it
+
+Files under a table folder that the manifest does not list are leftovers of a killed run; the next writer
+deletes them. To read a store with other tools, read the files the manifest lists (or ``arena export``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from arena_cli.errors import InputError, StoreLockedError
+from arena_cli.io.atomic import atomic_write, atomic_write_bytes, fsync_dir
+
+MANIFEST = "manifest.json"
+FORMAT = "arena-store"
+FORMAT_VERSION = 1
+DEFAULT_STORE = "arena-store"
+
+
+def default_store_path() -> Path:
+    """``$ARENA_STORE`` if set, else ``./arena-store``."""
+    return Path(os.environ.get("ARENA_STORE", DEFAULT_STORE))
+
+
+def _empty_manifest() -> dict[str, Any]:
+    return {"format": FORMAT, "version": FORMAT_VERSION, "generation": 0, "tables": {}, "ingests": []}
+
+
+@dataclass
+class Transaction:
+    """Parts staged by one writer; nothing is visible to readers until :meth:`Store.write` publishes them."""
+
+    store: Store
+    manifest: dict[str, Any]
+    staged: list[tuple[str, Path, int]] = field(default_factory=list)
+
+    def add(self, table: str, frame: pl.DataFrame) -> None:
+        """Stage ``frame`` as a new part of ``table`` (written and fsynced now, published on commit)."""
+        if frame.height == 0:
+            return
+        folder = self.store.root / table
+        folder.mkdir(parents=True, exist_ok=True)
+        final = folder / f"part-{self.manifest['generation'] + 1:06d}-{uuid.uuid4().hex[:8]}.parquet"
+        atomic_write(final, lambda tmp: frame.write_parquet(tmp, compression="zstd", statistics=True))
+        self.staged.append((table, final, frame.height))
+
+    def log(self, entry: dict[str, Any]) -> None:
+        self.manifest.setdefault("ingests", []).append(entry)
+
+
+class Store:
+    """A battle store at ``root``. Reads see the manifest as it was when the store was opened."""
+
+    def __init__(self, root: Path, manifest: dict[str, Any]):
+        self.root = Path(root)
+        self.manifest = manifest
+
+    # -- opening -------------------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, root: Path | str | None = None, *, create: bool = False) -> Store:
+        root = Path(root) if root is not None else default_store_path()
+        manifest_path = root / MANIFEST
+        if manifest_path.exists():
+            return cls(root, cls._read_manifest(manifest_path))
+        if not create:
+            raise InputError(f"no store at {root} (run `arena ingest FILE --store {root}` first)")
+        root.mkdir(parents=True, exist_ok=True)
+        return cls(root, _empty_manifest())
+
+    @staticmethod
+    def _read_manifest(path: Path) -> dict[str, Any]:
+        try:
+            manifest = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            raise InputError(f"unreadable store manifest {path}: {error}") from None
+        if manifest.get("format") != FORMAT:
+            raise InputError(f"{path} is not an arena store manifest")
+        if manifest.get("version", 0) > FORMAT_VERSION:
+            raise InputError(f"store {path.parent} was written by a newer arena-cli (format {manifest['version']})")
+        return manifest
+
+    def refresh(self) -> None:
+        path = self.root / MANIFEST
+        self.manifest = self._read_manifest(path) if path.exists() else _empty_manifest()
+
+    # -- reading -------------------------------------------------------------------------------------------
+    def parts(self, table: str) -> list[Path]:
+        return [self.root / p["path"] for p in self.manifest["tables"].get(table, [])]
+
+    def rows(self, table: str) -> int:
+        return sum(p["rows"] for p in self.manifest["tables"].get(table, []))
+
+    def tables(self) -> list[str]:
+        return sorted(self.manifest["tables"])
+
+    def scan(self, table: str, columns: list[str] | None = None) -> pl.LazyFrame | None:
+        """A lazy frame over the table's parts (None when the table has none). Parts may differ in extra
+        columns; they are aligned by name, missing ones read as null."""
+        parts = self.parts(table)
+        if not parts:
+            return None
+        frames = [pl.scan_parquet(p) for p in parts]
+        if columns is not None:
+            frames = [f.select([c for c in columns if c in f.collect_schema().names()]) for f in frames]
+        return frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
+
+    def read(self, table: str, columns: list[str] | None = None) -> pl.DataFrame | None:
+        lazy = self.scan(table, columns)
+        return None if lazy is None else lazy.collect()
+
+    # -- writing -------------------------------------------------------------------------------------------
+    @contextmanager
+    def lock(self, wait: float = 60.0) -> Iterator[None]:
+        """Exclusive writer lock: a second writer waits up to ``wait`` seconds, then fails clearly."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        handle = open(self.root / ".lock", "a+")
+        deadline = time.monotonic() + wait
+        try:
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise StoreLockedError(
+                            f"store {self.root} is locked by another arena run; waited {wait:g} s "
+                            "(try again later or raise --lock-wait)"
+                        ) from None
+                    time.sleep(0.1)
+            yield
+        finally:
+            handle.close()
+
+    @contextmanager
+    def write(self, wait: float = 60.0) -> Iterator[Transaction]:
+        """Lock, re-read the manifest, let the caller stage parts, then publish them atomically.
+
+        If the body raises (or the process dies), the manifest is untouched and the staged parts are
+        orphans that the next writer removes.
+        """
+        with self.lock(wait):
+            self.refresh()
+            self._remove_orphans()
+            manifest = json.loads(json.dumps(self.manifest))
+            tx = Transaction(self, manifest)
+            yield tx
+            if not tx.staged and tx.manifest == self.manifest:
+                return
+            tables = manifest["tables"]
+            for table, path, rows in tx.staged:
+                tables.setdefault(table, []).append({"path": path.relative_to(self.root).as_posix(), "rows": rows})
+            manifest["generation"] += 1
+            for folder in {self.root / t for t, _, _ in tx.staged}:
+                fsync_dir(folder)
+            atomic_write_bytes(self.root / MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
+            self.manifest = manifest
+            self._remove_orphans()
+
+    def _remove_orphans(self) -> None:
+        listed = {self.root / p["path"] for parts in self.manifest["tables"].values() for p in parts}
+        for folder in ("battles", "quarantine", "features"):
+            for path in (self.root / folder).rglob("part-*.parquet"):
+                if path not in listed:
+                    path.unlink(missing_ok=True)
+            for path in (self.root / folder).rglob(".part-*.tmp"):
+                path.unlink(missing_ok=True)

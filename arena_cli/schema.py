@@ -1,0 +1,113 @@
+"""The canonical battle schema: one row per vote, the single contract between ingest and everything after it.
+
+Every reader turns its input into frames of exactly these columns (plus any unknown extra columns of
+the source, kept as they are); the store, the feature extractor and the fit read nothing else.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import polars as pl
+
+
+class Outcome(str, Enum):
+    """Who won a battle. ``both_bad`` stays distinct from ``tie``: the fit decides how to count it."""
+
+    MODEL_A = "model_a"
+    MODEL_B = "model_b"
+    TIE = "tie"
+    BOTH_BAD = "both_bad"
+
+
+OUTCOMES: tuple[str, ...] = tuple(o.value for o in Outcome)
+
+#: Winner labels found in real vote logs, mapped to the canonical outcome. Anything else is quarantined
+#: as ``unknown_winner``: an unmapped label never silently becomes a tie.
+WINNER_LABELS: dict[str, str] = {
+    "model_a": "model_a",
+    "model_b": "model_b",
+    "tie": "tie",
+    "both_bad": "both_bad",
+    "tie (bothbad)": "both_bad",
+    "tie(bothbad)": "both_bad",
+    "bothbad": "both_bad",
+    "both bad": "both_bad",
+}
+
+MESSAGE = pl.Struct({"role": pl.String, "content": pl.String})
+CONVERSATION = pl.List(MESSAGE)
+
+#: Per-side counts of LMArena's ``conv_metadata`` (precomputed by the source), stored as ``meta_<name>_a``/``_b``.
+META_COUNTS: tuple[str, ...] = (
+    "tokens",
+    "h1", "h2", "h3", "h4", "h5", "h6",
+    "ordered", "unordered",
+    "bold_star", "bold_underscore",
+)
+META_COLUMNS: tuple[str, ...] = tuple(f"meta_{n}_{s}" for s in ("a", "b") for n in META_COUNTS)
+
+#: The canonical columns, in order, with their types. ``required`` columns are never null in the store.
+BATTLE_SCHEMA: dict[str, pl.DataType] = {
+    "battle_id": pl.String(),        # the source's id, or a content hash (+ occurrence) when it has none
+    "model_a": pl.String(),
+    "model_b": pl.String(),
+    "outcome": pl.String(),          # one of OUTCOMES
+    "timestamp": pl.Datetime("us", "UTC"),
+    "judge": pl.String(),            # voter / worker id
+    "question_id": pl.String(),
+    "language": pl.String(),
+    "turn": pl.Int32(),              # number of user turns
+    "anony": pl.Boolean(),
+    "category": pl.String(),
+    "conversation_a": CONVERSATION,  # [{role, content}, ...] of side a, user and assistant turns
+    "conversation_b": CONVERSATION,
+    **{c: pl.Int64() for c in META_COLUMNS},
+    "source_file": pl.String(),      # provenance: the file the row came from
+    "source_row": pl.Int64(),        # 1-based line (JSONL/CSV data row) or record index (JSON array, parquet)
+    "content_hash": pl.String(),     # hash of the vote's content: tells an exact duplicate from a conflicting one
+}
+
+REQUIRED: tuple[str, ...] = ("battle_id", "model_a", "model_b", "outcome", "source_file", "source_row", "content_hash")
+CANONICAL: tuple[str, ...] = tuple(BATTLE_SCHEMA)
+
+
+class QuarantineReason(str, Enum):
+    """Why a row was not stored. Each quarantined row keeps its original content, source and row."""
+
+    UNPARSEABLE = "unparseable"                  # not valid JSON / CSV on that line
+    NON_UTF8 = "non_utf8"                        # bytes that are not UTF-8
+    MISSING_MODEL = "missing_model"              # model_a or model_b missing or empty
+    UNKNOWN_WINNER = "unknown_winner"            # winner label not known and not mapped with --winner-map
+    SELF_BATTLE = "self_battle"                  # model_a == model_b
+    WRONG_TYPE = "wrong_type"                    # a field of the wrong type (e.g. turn = "abc")
+    CONFLICTING_DUPLICATE = "conflicting_duplicate"  # battle_id already stored with different content
+
+
+QUARANTINE_SCHEMA: dict[str, pl.DataType] = {
+    "source_file": pl.String(),
+    "source_row": pl.Int64(),
+    "reason": pl.String(),
+    "detail": pl.String(),
+    "raw": pl.String(),        # the original record as text (invalid bytes escaped)
+    "raw_bytes": pl.Binary(),  # the original bytes when they were not valid UTF-8, else null
+}
+
+
+def empty_battles() -> pl.DataFrame:
+    return pl.DataFrame(schema=BATTLE_SCHEMA)
+
+
+def empty_quarantine() -> pl.DataFrame:
+    return pl.DataFrame(schema=QUARANTINE_SCHEMA)
+
+
+def conform(frame: pl.DataFrame) -> pl.DataFrame:
+    """Give a frame every canonical column with its canonical type and order, extras kept after them."""
+    missing = [pl.lit(None, dtype=t).alias(c) for c, t in BATTLE_SCHEMA.items() if c not in frame.columns]
+    frame = frame.with_columns(missing) if missing else frame
+    casts = {c: t for c, t in BATTLE_SCHEMA.items() if frame.schema[c] != t}
+    if casts:
+        frame = frame.cast(casts)
+    extras = [c for c in frame.columns if c not in BATTLE_SCHEMA]
+    return frame.select([*CANONICAL, *extras])
