@@ -18,6 +18,7 @@ app = typer.Typer(
     help="Build leaderboards you can trust from pairwise LLM vote logs (Bradley-Terry with style control).",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -47,6 +48,10 @@ def _register() -> None:
     app.command("ingest")(guarded(ingest.ingest_command))
     app.command("info")(guarded(ingest.info_command))
     app.command("export")(guarded(ingest.export_command))
+
+    from arena_cli.commands import simulate
+
+    app.command("simulate")(guarded(simulate.simulate_command))
 
 
 _register()

@@ -166,7 +166,12 @@ class Store:
             self._remove_orphans()
             manifest = json.loads(json.dumps(self.manifest))
             tx = Transaction(self, manifest)
-            yield tx
+            try:
+                yield tx
+            except BaseException:
+                for _, path, _ in tx.staged:
+                    path.unlink(missing_ok=True)
+                raise
             if not tx.staged and tx.manifest == self.manifest:
                 return
             tables = manifest["tables"]
