@@ -49,9 +49,24 @@ def _register() -> None:
     app.command("info")(guarded(ingest.info_command))
     app.command("export")(guarded(ingest.export_command))
 
+    from arena_cli.commands import features
+
+    app.command("features")(guarded(features.features_command))
+
     from arena_cli.commands import simulate
 
     app.command("simulate")(guarded(simulate.simulate_command))
+
+    from arena_cli.commands import fit
+
+    app.command("fit")(guarded(fit.fit_command))
+
+    from arena_cli.commands import compare, diff, matrix, report
+
+    app.command("diff")(guarded(diff.diff_command))
+    app.command("compare")(guarded(compare.compare_command))
+    app.command("report")(guarded(report.report_command))
+    app.command("matrix")(guarded(matrix.matrix_command))
 
 
 _register()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import polars as pl
@@ -31,12 +30,20 @@ def export_table(store: Path | None, table: str, output: Path, fmt: str | None =
         frame = frame.filter(where_expression(where))
     if fmt == "parquet":
         atomic_write(Path(output), lambda tmp: frame.write_parquet(tmp, compression="zstd"))
-    elif fmt == "jsonl":
+        return frame.height
+    # Text formats: exact bytes (the quarantine's raw_bytes) as hex; CSV cells hold nested values as JSON.
+    binary = [c for c, t in frame.schema.items() if t == pl.Binary]
+    frame = frame.with_columns(pl.col(c).bin.encode("hex") for c in binary) if binary else frame
+    if fmt == "jsonl":
         atomic_write(Path(output), lambda tmp: frame.write_ndjson(tmp))
     else:
-        nested = [c for c, t in frame.schema.items() if t.is_nested() or t == pl.Binary]
-        flat = frame.with_columns(
-            pl.col(c).map_elements(lambda v: json.dumps(v if not isinstance(v, bytes) else v.hex()), return_dtype=pl.String) for c in nested
-        ) if nested else frame
+        nested = [c for c, t in frame.schema.items() if t.is_nested()]
+        flat = frame.with_columns(_json_text(c) for c in nested) if nested else frame
         atomic_write(Path(output), lambda tmp: flat.write_csv(tmp))
     return frame.height
+
+
+def _json_text(column: str) -> pl.Expr:
+    """A nested column as JSON text per row (null stays null): encode ``{"v": value}``, keep the value part."""
+    wrapped = pl.struct(pl.col(column).alias("v")).struct.json_encode()
+    return pl.when(pl.col(column).is_not_null()).then(wrapped.str.slice(5).str.strip_suffix("}")).alias(column)

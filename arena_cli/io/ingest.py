@@ -23,6 +23,7 @@ from arena_cli.io.readers import RAW, ROW, RawBatch, container_of, read_batches
 from arena_cli.schema import (
     BATTLE_SCHEMA,
     CONVERSATION,
+    META_COLUMNS,
     META_COUNTS,
     OUTCOMES,
     QUARANTINE_SCHEMA,
@@ -53,11 +54,15 @@ ARENA_COLUMNS: dict[str, tuple[str, ...]] = {
     "conversation_a": ("conversation_a",),
     "conversation_b": ("conversation_b",),
     "conv_metadata": ("conv_metadata",),
+    **{c: (c,) for c in META_COLUMNS},  # the counts by their canonical names (an `arena export`)
 }
+#: Provenance columns of an `arena export`: they describe an earlier ingest, not the vote, so they are
+#: neither content nor extras (the new ingest records its own).
+EXPORTED_PROVENANCE = ("source_file", "source_row", "content_hash")
 KAGGLE_COLUMNS = ("id", "model_a", "model_b", "prompt", "response_a", "response_b", "winner_model_a", "winner_model_b", "winner_tie")
 
 FORMATS = ("auto", "jsonl", "json", "csv", "parquet", "kaggle")
-HASH_VERSION = "v1"
+HASH_VERSION = "v2"
 PART_ROWS = 500_000
 
 
@@ -103,12 +108,15 @@ class IngestResult:
 # -- parsing helpers (vectorized; each returns the parsed value and whether a present value failed) -------------
 
 def _text(col: str, dtype: pl.DataType) -> pl.Expr:
+    """A field as trimmed text; empty text is absent, as an empty CSV cell is."""
     expr = pl.col(col)
     if dtype == pl.String:
-        return expr.str.strip_chars()
-    if dtype.is_nested():
-        return pl.struct(expr).struct.json_encode()
-    return expr.cast(pl.String)
+        expr = expr.str.strip_chars()
+    elif dtype.is_nested():
+        expr = pl.struct(expr).struct.json_encode()
+    else:
+        expr = expr.cast(pl.String)
+    return pl.when(expr != "").then(expr)
 
 
 def _timestamp(col: str, dtype: pl.DataType) -> pl.Expr:
@@ -130,9 +138,13 @@ def _timestamp(col: str, dtype: pl.DataType) -> pl.Expr:
     return pl.coalesce([from_epoch, *parsed])
 
 
-def _integer(col: str, dtype: pl.DataType) -> pl.Expr:
+def _integer(col: str, dtype: pl.DataType, width: pl.DataType = pl.Int32) -> pl.Expr:
     number = pl.col(col).cast(pl.Float64, strict=False) if dtype.is_numeric() else pl.col(col).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
-    return pl.when(number == number.floor()).then(number).cast(pl.Int64, strict=False).cast(pl.Int32, strict=False)
+    return pl.when(number == number.floor()).then(number).cast(pl.Int64, strict=False).cast(width, strict=False)
+
+
+def _count(col: str, dtype: pl.DataType) -> pl.Expr:
+    return _integer(col, dtype, pl.Int64)
 
 
 def _boolean(col: str, dtype: pl.DataType) -> pl.Expr:
@@ -203,16 +215,24 @@ def _field_path(expr: pl.Expr, dtype: pl.DataType, path: tuple[str, ...]) -> pl.
 
 @dataclass(frozen=True)
 class Plan:
-    """Which source column feeds each canonical field, decided once per source from its first batch."""
+    """Which source column feeds each canonical field: decided from a source's first batch, extended by
+    columns that appear in later ones (see :func:`plan_for`)."""
 
     dialect: str  # "arena" | "kaggle"
     columns: dict[str, str]
     extras: tuple[str, ...]
 
 
-def plan_for(columns: list[str], options: IngestOptions, source: str) -> Plan:
+def plan_for(columns: list[str], options: IngestOptions, source: str, previous: Plan | None = None) -> Plan:
+    """Decide the plan from a source's columns. With ``previous`` (the plan of the source's earlier batches),
+    columns that appear later are added to it, as extras or as fields it had no column for, and every
+    earlier choice stands: a row's meaning never depends on its batch."""
     present = [c for c in columns if c not in (ROW, RAW)]
-    kaggle = options.fmt == "kaggle" or (not options.mapping and {"winner_model_a", "winner_model_b"} <= set(present))
+    if previous is not None:
+        present = list(dict.fromkeys([*previous.columns.values(), *previous.extras, *present]))
+        kaggle = previous.dialect == "kaggle"
+    else:
+        kaggle = options.fmt == "kaggle" or (not options.mapping and {"winner_model_a", "winner_model_b"} <= set(present))
     chosen: dict[str, str] = {}
     if kaggle:
         missing = [c for c in ("model_a", "model_b", "winner_model_a", "winner_model_b") if c not in present]
@@ -240,11 +260,13 @@ def plan_for(columns: list[str], options: IngestOptions, source: str) -> Plan:
         chosen[target] = column
     if kaggle:
         chosen = {k: v for k, v in chosen.items() if k in ("battle_id", "model_a", "model_b") or k in options.mapping}
+    if previous is not None:
+        chosen = {**chosen, **previous.columns}
     for required in ("model_a", "model_b") + (() if kaggle else ("outcome",)):
         if required not in chosen:
             hint = "use --map model_a=COL --map model_b=COL --map outcome=COL" if required != "outcome" else "use --map outcome=COL"
             raise InputError(f"{source}: cannot find the {required} column ({hint}; columns: {', '.join(present)})")
-    consumed |= set(chosen.values())
+    consumed |= set(chosen.values()) | set(EXPORTED_PROVENANCE)
     extras = tuple(c for c in present if c not in consumed)
     return Plan("kaggle" if kaggle else "arena", chosen, extras)
 
@@ -274,12 +296,17 @@ def _kaggle_outcome(frame: pl.DataFrame) -> pl.Expr:
     return outcome
 
 
-def _kaggle_conversation(frame: pl.DataFrame, response: str) -> pl.Series:
-    """Kaggle keeps prompts and responses as JSON lists of turns: interleave them into user/assistant turns."""
+def _kaggle_conversation(frame: pl.DataFrame, response: str) -> tuple[pl.Series, pl.Series]:
+    """Kaggle keeps prompts and responses as JSON lists of turns: interleave them into user/assistant turns.
+    Also returns which rows have a prompt or response that is present but not such a list."""
     turns = pl.List(pl.String)
     none = pl.Series([None] * frame.height, dtype=turns)
     prompts = _decode_json(frame["prompt"].cast(pl.String), turns) if "prompt" in frame.columns else none
     answers = _decode_json(frame[response].cast(pl.String), turns) if response in frame.columns else none
+    invalid = pl.Series([False] * frame.height)
+    for given, parsed in (("prompt", prompts), (response, answers)):
+        if given in frame.columns:
+            invalid = invalid | (frame[given].is_not_null() & parsed.is_null())
     pairs = pl.DataFrame({"p": prompts, "r": answers}).with_row_index("i")
     length = pl.max_horizontal(pl.col("p").list.len().fill_null(0), pl.col("r").list.len())
     messages = (
@@ -299,7 +326,7 @@ def _kaggle_conversation(frame: pl.DataFrame, response: str) -> pl.Series:
         .group_by("i", maintain_order=True)
         .agg(pl.col("m"))
     )
-    return pairs.select("i").join(messages, on="i", how="left", maintain_order="left")["m"].cast(CONVERSATION)
+    return pairs.select("i").join(messages, on="i", how="left", maintain_order="left")["m"].cast(CONVERSATION), invalid
 
 
 def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source: str) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -321,10 +348,11 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
         outcome = label.str.to_lowercase().replace_strict(labels, default=None, return_dtype=pl.String)
     out["outcome"] = outcome
 
-    for name, parse in (("timestamp", _timestamp), ("turn", _integer), ("anony", _boolean)):
+    parsers = {"timestamp": _timestamp, "turn": _integer, "anony": _boolean, **{c: _count for c in META_COLUMNS}}
+    for name, parse in parsers.items():
         if name in col:
             out[name] = parse(col[name], schema[col[name]])
-            present = pl.col(col[name]).is_not_null() & (_text(col[name], schema[col[name]]) != "")
+            present = _text(col[name], schema[col[name]]).is_not_null()
             bad.append((QuarantineReason.WRONG_TYPE.value, present & out[name].is_null(), f"{col[name]}: not a valid {name}"))
     for name in ("judge", "question_id", "language", "category"):
         if name in col:
@@ -336,16 +364,20 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
         if name in col:
             dtype = schema[col[name]]
             typed = _conversation_from_typed(col[name], dtype)
+            present = pl.col(col[name]).is_not_null()
             if typed is not None:
                 out[name] = typed
-            else:
-                decoded[name] = _decode_json(batch[col[name]].cast(pl.String), CONVERSATION)
+                continue
+            if dtype == pl.String:  # JSON text (JSON and CSV sources)
+                decoded[name] = _decode_json(batch[col[name]], CONVERSATION)
                 out[name] = pl.col(f"__{name}")
-                present = pl.col(col[name]).is_not_null()
-                bad.append((QuarantineReason.WRONG_TYPE.value, present & pl.col(f"__{name}").is_null(), f"{col[name]}: not a list of {{role, content}} messages"))
+            else:  # a typed column (parquet) of some other shape: no value of it is a conversation
+                out[name] = pl.lit(None, dtype=CONVERSATION)
+            bad.append((QuarantineReason.WRONG_TYPE.value, present & out[name].is_null(), f"{col[name]}: not a list of {{role, content}} messages"))
         elif plan.dialect == "kaggle":
-            decoded[name] = _kaggle_conversation(batch, f"response_{side}")
+            decoded[name], decoded[f"{name}_invalid"] = _kaggle_conversation(batch, f"response_{side}")
             out[name] = pl.col(f"__{name}")
+            bad.append((QuarantineReason.WRONG_TYPE.value, pl.col(f"__{name}_invalid"), f"prompt/response_{side}: not a JSON list of turns"))
 
     if "conv_metadata" in col:
         dtype = schema[col["conv_metadata"]]
@@ -430,16 +462,35 @@ def _hash_column(values: pl.Series) -> pl.Series:
     return pl.Series([digest(v.encode(), digest_size=16).hexdigest() for v in values.to_list()], dtype=pl.String)
 
 
+def _content_text(frame: pl.DataFrame) -> pl.Series:
+    """What a vote's content hash is taken of: each present field as ``{"name":value}`` JSON, canonical fields
+    first, then extras by name; ids and provenance left out.
+
+    Absent fields (null, or empty text) are skipped rather than written as null, so a vote hashes the same
+    whatever other columns its source or batch has (a growing log that gains a field keeps its old ids).
+    Scalar extras are hashed as text, as the JSON and CSV readers give them, so a typed source and its
+    JSONL or CSV export hash alike.
+    """
+    skip = {"battle_id", "content_hash", "source_file", "source_row"}
+    canonical = [c for c in BATTLE_SCHEMA if c in frame.columns and c not in skip]
+    extras = sorted(c for c in frame.columns if c not in BATTLE_SCHEMA)
+    fields = []
+    for name in canonical + extras:
+        value = pl.col(name)
+        dtype = frame.schema[name]
+        if name in extras and not dtype.is_nested():
+            value, dtype = value.cast(pl.String), pl.String
+        if dtype == pl.String:
+            value = pl.when(value != "").then(value)
+        fields.append(pl.when(value.is_not_null()).then(pl.struct(value.alias(name)).struct.json_encode()))
+    return frame.select(pl.concat_str([pl.lit(HASH_VERSION), *fields], separator="\x1f", ignore_nulls=True)).to_series()
+
+
 def add_hashes(accepted: pl.DataFrame, occurrences: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Content hash of every row (all canonical fields and extras, not provenance) and an id for rows without
     one: ``sha-<hash>``, with ``~k`` for the k-th repeat of identical content in the same source (so appending
     to a growing log keeps every earlier id). ``occurrences`` carries the repeat counts across batches."""
-    content = [c for c in accepted.columns if c not in ("battle_id", "source_file", "source_row")]
-    canonical = conform(accepted.with_columns(pl.lit("").alias("content_hash"))).select(
-        [c for c in BATTLE_SCHEMA if c in content] + sorted(c for c in content if c not in BATTLE_SCHEMA)
-    )
-    text = canonical.select(pl.concat_str(pl.lit(HASH_VERSION), pl.struct(pl.all()).struct.json_encode()).alias("t"))["t"]
-    frame = accepted.with_columns(_hash_column(text).alias("content_hash"))
+    frame = accepted.with_columns(_hash_column(_content_text(accepted)).alias("content_hash"))
     missing = frame["battle_id"].is_null() | (frame["battle_id"] == "")
     if missing.any():
         frame = frame.with_columns(pl.int_range(pl.len()).alias("__order"))
@@ -504,22 +555,21 @@ def stream(
 
     ``seen`` holds (battle_id, content_hash) of battles already stored; it grows as batches are accepted.
     """
-    labels = _winner_labels(options)
-    for mapped in options.mapping:
-        if mapped not in MAPPABLE:
-            raise InputError(f"--map {mapped}=...: unknown field (one of: {', '.join(MAPPABLE)})")
+    labels = check_sources(paths, options)
     seen = seen.select("battle_id", "content_hash")
     for path in paths:
         summary = SourceSummary(str(path))
         plan: Plan | None = None
         occurrences = pl.DataFrame(schema={"content_hash": pl.String, "__seen": pl.Int64})
+        batches = 0
         for raw in read_batches(Path(path), _detect_fmt(Path(path), options), options.batch_rows):
+            batches += 1
             summary.rows_read += raw.frame.height + raw.rejected.height
             summary.quarantined.update(raw.rejected["reason"].to_list())
             accepted = pl.DataFrame()
             rejected = raw.rejected
             if raw.frame.height:
-                plan = plan or plan_for(raw.frame.columns, options, str(path))
+                plan = plan_for(raw.frame.columns, options, str(path), previous=plan)
                 batch = _align(raw.frame, plan)
                 accepted, invalid = canonicalize(batch, plan, labels, str(path))
                 summary.quarantined.update(invalid["reason"].to_list())
@@ -533,6 +583,22 @@ def stream(
                 summary.stored += accepted.height
                 seen = pl.concat([seen, accepted.select("battle_id", "content_hash")])
             yield summary, accepted, rejected
+        if not batches:  # an empty source still gets its (zero) summary
+            yield summary, conform(pl.DataFrame(schema=BATTLE_SCHEMA)), pl.DataFrame(schema=QUARANTINE_SCHEMA)
+
+
+def check_sources(paths: list[Path], options: IngestOptions) -> dict[str, str]:
+    """Fail fast, before any lock is taken or row read: every source exists and has a known format, and
+    ``--map``/``--winner-map`` are well formed. Returns the winner labels to use."""
+    labels = _winner_labels(options)
+    for mapped in options.mapping:
+        if mapped not in MAPPABLE:
+            raise InputError(f"--map {mapped}=...: unknown field (one of: {', '.join(MAPPABLE)})")
+    for path in paths:
+        if not Path(path).is_file():
+            raise InputError(f"no such file: {path}")
+        _detect_fmt(Path(path), options)
+    return labels
 
 
 def _align(frame: pl.DataFrame, plan: Plan) -> pl.DataFrame:
@@ -604,8 +670,10 @@ def ingest_to_store(store, paths: list[Path], options: IngestOptions | None = No
             )
         if pending:
             tx.add("battles", pl.concat(pending, how="diagonal_relaxed"))
+        identity = ["source_file", "source_row", "reason", "raw"]
+        rejected_all = rejected_all.unique(identity, keep="first", maintain_order=True)  # a source given twice
         if old_quarantine is not None and rejected_all.height:
-            rejected_all = rejected_all.join(old_quarantine, on=["source_file", "source_row", "reason", "raw"], how="anti", nulls_equal=True)
+            rejected_all = rejected_all.join(old_quarantine, on=identity, how="anti", nulls_equal=True)
         tx.add("quarantine", rejected_all)
         tx.log({"sources": [s.as_dict() for s in summaries.values()]})
     return list(summaries.values())

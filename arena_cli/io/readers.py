@@ -59,76 +59,126 @@ def _open_binary(path: Path):
     return handle
 
 
-def _rejected(source: str, rows: list[int], reasons: list[str], details: list[str], raws: list[bytes]) -> pl.DataFrame:
-    text = [r.decode("utf-8", errors="backslashreplace") for r in raws]
-    exact = [None if reason != QuarantineReason.NON_UTF8.value else r for reason, r in zip(reasons, raws)]
-    return pl.DataFrame(
-        {"source_file": [source] * len(rows), "source_row": rows, "reason": reasons, "detail": details, "raw": text, "raw_bytes": exact},
-        schema=QUARANTINE_SCHEMA,
-    )
+class _Bad:
+    """Rows rejected by a container reader, collected in quarantine form."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.rows: list[int] = []
+        self.reasons: list[str] = []
+        self.details: list[str] = []
+        self.raws: list[bytes] = []
+
+    def add(self, row: int, reason: QuarantineReason, detail: str, raw: bytes) -> None:
+        self.rows.append(row)
+        self.reasons.append(reason.value)
+        self.details.append(detail)
+        self.raws.append(raw)
+
+    def frame(self) -> pl.DataFrame:
+        """Quarantine rows: ``raw`` as text (invalid bytes escaped), ``raw_bytes`` exact when not UTF-8."""
+        exact = [raw if reason == QuarantineReason.NON_UTF8.value else None for reason, raw in zip(self.reasons, self.raws)]
+        return pl.DataFrame(
+            {
+                "source_file": [self.source] * len(self.rows),
+                "source_row": self.rows,
+                "reason": self.reasons,
+                "detail": self.details,
+                "raw": [raw.decode("utf-8", errors="backslashreplace") for raw in self.raws],
+                "raw_bytes": exact,
+            },
+            schema=QUARANTINE_SCHEMA,
+        )
 
 
-def _json_objects_frame(lines: list[str]) -> pl.DataFrame:
-    """Parse JSON-object lines into a frame: scalar fields as text, nested fields (conversations, metadata)
-    with the types polars infers.
+def _json_objects_frame(texts: list[str], keys: list[str] | None = None) -> pl.DataFrame:
+    """Parse JSON-object lines into a frame: every scalar field as text, nested fields with inferred types.
 
-    Scalars as text is what lets the dialects report a wrong type per row instead of failing a whole batch
-    on one odd value; nested values keep their types because polars' text rendering of them is not JSON.
+    Text for scalars makes a row's parse independent of the rows beside it: polars infers one type per
+    column, so a number or a boolean would otherwise read differently depending on its batch (``1`` as
+    "1.0" beside a float, or a batch that fails outright on ``true`` beside ``1``). The dialects decode the
+    fields they know, reporting a wrong type per row. Nested values (conversations, metadata) keep their
+    types because polars' text rendering of them is not JSON: it leaves backslashes and control characters
+    unescaped, which would corrupt message texts.
     """
-    frame = pl.read_ndjson(io.BytesIO("\n".join(lines).encode()), infer_schema_length=None)
-    scalars = [c for c, t in frame.schema.items() if not t.is_nested() and t != pl.String]
-    return frame.with_columns(pl.col(c).cast(pl.String) for c in scalars) if scalars else frame
+    data = "\n".join(texts).encode()
+    inferred = pl.scan_ndjson(io.BytesIO(data), infer_schema_length=None).collect_schema()
+    names = list(dict.fromkeys([*(keys or []), *inferred.names()]))
+    if not names:
+        return pl.DataFrame(schema={})
+    schema = {k: inferred[k] if k in inferred and inferred[k].is_nested() else pl.String for k in names}
+    return pl.read_ndjson(io.BytesIO(data), schema=schema)
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _strict_objects(rows: list[int], texts: list[str], bad: _Bad) -> tuple[list[int], list[str], list[str]]:
+    """The slow path for a batch polars could not read at once: find the lines that are not JSON objects.
+    Returns the good rows, their texts and the union of their keys (in first-seen order)."""
+    kept_rows: list[int] = []
+    kept_texts: list[str] = []
+    keys: dict[str, None] = {}
+    for row, text in zip(rows, texts):
+        try:
+            value = json.loads(text, parse_constant=_reject_constant)
+            problem = None if isinstance(value, dict) else f"a JSON {type(value).__name__}, not an object"
+        except ValueError as error:
+            problem = f"invalid JSON: {error}"
+        if problem is None:
+            kept_rows.append(row)
+            kept_texts.append(text)
+            keys.update(dict.fromkeys(value))
+        else:
+            bad.add(row, QuarantineReason.UNPARSEABLE, problem, text.encode())
+    return kept_rows, kept_texts, list(keys)
+
+
+def _bisect_frames(rows: list[int], texts: list[str], keys: list[str], bad: _Bad) -> list[pl.DataFrame]:
+    """Read valid JSON objects that polars still refuses (numbers out of range, ...): halve the batch until
+    the refused lines are alone, quarantine them, keep every other line."""
+    try:
+        return [_numbered(_json_objects_frame(texts, keys), rows, texts)]
+    except Exception as error:
+        if len(texts) == 1:
+            bad.add(rows[0], QuarantineReason.UNPARSEABLE, f"unreadable JSON value: {error}", texts[0].encode())
+            return []
+        mid = len(texts) // 2
+        return _bisect_frames(rows[:mid], texts[:mid], keys, bad) + _bisect_frames(rows[mid:], texts[mid:], keys, bad)
 
 
 def _parse_lines(source: str, rows: list[int], lines: list[bytes]) -> RawBatch:
     """Lines of one batch -> frame; undecodable or unparseable lines go to quarantine, the rest survive."""
-    bad_rows: list[int] = []
-    bad_reasons: list[str] = []
-    bad_details: list[str] = []
-    bad_raw: list[bytes] = []
-    good_rows: list[int] = []
-    texts: list[str] = []
+    bad = _Bad(source)
     try:
         texts = b"\n".join(lines).decode("utf-8").split("\n")
-        good_rows = rows
     except UnicodeDecodeError:
+        good_rows, texts = [], []
         for row, line in zip(rows, lines):
             try:
                 texts.append(line.decode("utf-8"))
                 good_rows.append(row)
             except UnicodeDecodeError as error:
-                bad_rows.append(row)
-                bad_reasons.append(QuarantineReason.NON_UTF8.value)
-                bad_details.append(f"invalid UTF-8 byte at offset {error.start}")
-                bad_raw.append(line)
-    frame: pl.DataFrame | None = None
+                bad.add(row, QuarantineReason.NON_UTF8, f"invalid UTF-8 byte at offset {error.start}", line)
+        rows = good_rows
+    frames: list[pl.DataFrame] = []
     if texts:
         try:
-            frame = _json_objects_frame(texts)
+            frames = [_numbered(_json_objects_frame(texts), rows, texts)]
         except Exception:
-            frame = None
-        if frame is None or frame.height != len(texts):
-            kept_rows, kept_texts = [], []
-            for row, text in zip(good_rows, texts):
-                try:
-                    value = json.loads(text)
-                    problem = None if isinstance(value, dict) else f"a JSON {type(value).__name__}, not an object"
-                except ValueError as error:
-                    problem = f"invalid JSON: {error}"
-                if problem is None:
-                    kept_rows.append(row)
-                    kept_texts.append(text)
-                else:
-                    bad_rows.append(row)
-                    bad_reasons.append(QuarantineReason.UNPARSEABLE.value)
-                    bad_details.append(problem)
-                    bad_raw.append(text.encode())
-            good_rows, texts = kept_rows, kept_texts
-            frame = _json_objects_frame(texts) if texts else pl.DataFrame()
-    if frame is None or not texts:
-        frame = pl.DataFrame()
-    frame = frame.with_columns(pl.Series(ROW, good_rows, dtype=pl.Int64), pl.Series(RAW, texts, dtype=pl.String))
-    return RawBatch(frame, _rejected(source, bad_rows, bad_reasons, bad_details, bad_raw))
+            rows, texts, keys = _strict_objects(rows, texts, bad)
+            frames = _bisect_frames(rows, texts, keys, bad) if texts else []
+    frame = pl.concat(frames, how="diagonal") if frames else _numbered(pl.DataFrame(), [], [])
+    return RawBatch(frame, bad.frame())
+
+
+def _numbered(frame: pl.DataFrame, rows: list[int], texts: list[str]) -> pl.DataFrame:
+    """Add the row numbers and original texts (a frame of no fields, from ``{}`` lines, gets them alone)."""
+    if frame.width and frame.height != len(rows):
+        raise ValueError(f"read {frame.height} rows from {len(rows)} lines")
+    numbered = pl.DataFrame({ROW: pl.Series(rows, dtype=pl.Int64), RAW: pl.Series(texts, dtype=pl.String)})
+    return pl.concat([frame, numbered], how="horizontal") if frame.width else numbered
 
 
 def read_jsonl(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBatch]:
@@ -138,6 +188,8 @@ def read_jsonl(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[Raw
     with _open_binary(path) as handle:
         for number, line in enumerate(handle, start=1):
             line = line.rstrip(b"\r\n")
+            if number == 1:
+                line = line.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark
             if not line.strip():
                 continue
             rows.append(number)
@@ -169,24 +221,47 @@ def read_json_array(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterato
         yield _parse_lines(str(path), list(range(start + 1, start + 1 + len(chunk))), lines)
 
 
+class _RecordingLines:
+    """The lines fed to ``csv.reader``, remembered until taken: the exact text of each record (or of a line
+    the reader rejects) is kept as its raw content, byte for byte."""
+
+    def __init__(self, lines: Iterator[str]):
+        self.lines = lines
+        self.taken: list[str] = []
+
+    def __iter__(self) -> _RecordingLines:
+        return self
+
+    def __next__(self) -> str:
+        line = next(self.lines)
+        self.taken.append(line)
+        return line
+
+    def take(self) -> str:
+        text, self.taken = "".join(self.taken), []
+        return text.removesuffix("\n").removesuffix("\r")
+
+
 def read_csv(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBatch]:
     """CSV/TSV with a header row. Rows are numbered by physical line of their first line (header = 1).
 
     Python's csv module reads it (quoted multi-line fields, ragged rows detected per row); every field is
-    text, as for JSON.
+    text, as for JSON. Invalid UTF-8 is read through as surrogates, so such a record is quarantined with its
+    exact bytes.
     """
     source = str(path)
     csv.field_size_limit(sys.maxsize)
     delimiter = "\t" if ".tsv" in [s.lower() for s in Path(path).suffixes] else ","
     with _open_binary(path) as binary:
-        text = io.TextIOWrapper(binary, encoding="utf-8", errors="surrogateescape", newline="")
-        reader = csv.reader(text, delimiter=delimiter)
+        lines = _RecordingLines(io.TextIOWrapper(binary, encoding="utf-8", errors="surrogateescape", newline=""))
+        reader = csv.reader(lines, delimiter=delimiter)
         try:
             header = next(reader)
         except StopIteration:
             return
         except csv.Error as error:
             raise InputError(f"{path}: unreadable CSV header: {error}") from None
+        lines.take()
         if header and header[0].startswith("\ufeff"):
             header[0] = header[0][1:]
         if len(set(header)) != len(header):
@@ -195,12 +270,12 @@ def read_csv(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBa
         columns: list[list[str | None]] = [[] for _ in range(width)]
         rows: list[int] = []
         raws: list[str] = []
-        bad: tuple[list[int], list[str], list[str], list[bytes]] = ([], [], [], [])
+        bad = _Bad(source)
 
         def flush() -> RawBatch:
             frame = pl.DataFrame({name: col for name, col in zip(header, columns)}, schema={h: pl.String for h in header})
             frame = frame.with_columns(pl.Series(ROW, rows, dtype=pl.Int64), pl.Series(RAW, raws, dtype=pl.String))
-            return RawBatch(frame, _rejected(source, *bad))
+            return RawBatch(frame, bad.frame())
 
         line_start = reader.line_num + 1
         while True:
@@ -209,27 +284,18 @@ def read_csv(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBa
             except StopIteration:
                 break
             except csv.Error as error:
-                bad[0].append(line_start)
-                bad[1].append(QuarantineReason.UNPARSEABLE.value)
-                bad[2].append(f"CSV error: {error}")
-                bad[3].append(b"")
+                bad.add(line_start, QuarantineReason.UNPARSEABLE, f"CSV error: {error}", lines.take().encode("utf-8", errors="surrogateescape"))
                 line_start = reader.line_num + 1
                 continue
             row, line_start = line_start, reader.line_num + 1
+            raw = lines.take()
             if not fields:
                 continue
-            raw = _csv_line(fields, delimiter)
-            if any("\udc80" <= ch <= "\udcff" for field in fields for ch in field):
-                bad[0].append(row)
-                bad[1].append(QuarantineReason.NON_UTF8.value)
-                bad[2].append("invalid UTF-8 bytes")
-                bad[3].append(raw.encode("utf-8", errors="surrogateescape"))
+            if any("\udc80" <= ch <= "\udcff" for ch in raw):
+                bad.add(row, QuarantineReason.NON_UTF8, "invalid UTF-8 bytes", raw.encode("utf-8", errors="surrogateescape"))
                 continue
             if len(fields) != width:
-                bad[0].append(row)
-                bad[1].append(QuarantineReason.UNPARSEABLE.value)
-                bad[2].append(f"{len(fields)} fields, the header has {width}")
-                bad[3].append(raw.encode())
+                bad.add(row, QuarantineReason.UNPARSEABLE, f"{len(fields)} fields, the header has {width}", raw.encode())
                 continue
             for column, value in zip(columns, fields):
                 column.append(value if value != "" else None)
@@ -239,15 +305,9 @@ def read_csv(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBa
                 yield flush()
                 columns = [[] for _ in range(width)]
                 rows, raws = [], []
-                bad = ([], [], [], [])
-        if rows or bad[0]:
+                bad = _Bad(source)
+        if rows or bad.rows:
             yield flush()
-
-
-def _csv_line(fields: list[str], delimiter: str) -> str:
-    out = io.StringIO()
-    csv.writer(out, delimiter=delimiter, lineterminator="").writerow(fields)
-    return out.getvalue()
 
 
 def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBatch]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import polars as pl
+    from matplotlib.figure import Figure as MatplotlibFigure
 
 
 class OutputFormat(str, Enum):
@@ -38,11 +40,30 @@ def format_from_path(path: Path) -> OutputFormat | None:
 
 
 @dataclass(frozen=True)
+class Column:
+    """One column of what people see (table, markdown, html), built from columns of the machine frame.
+
+    ``value`` shown with ``digits`` decimals; with ``lower``/``upper`` it reads ``value [lower, upper]``;
+    ``change`` marks a signed change (colored arrows on a terminal, ``+3`` / ``-2`` in files); ``strong``
+    names a boolean column that emphasises the cell where true. Null values show as an em dash.
+    """
+
+    header: str
+    value: str
+    lower: str | None = None
+    upper: str | None = None
+    digits: int | None = None
+    change: bool = False
+    strong: str | None = None
+
+
+@dataclass(frozen=True)
 class Table:
     """One table of a document. ``name`` is the stable key in JSON; ``title`` is for people.
 
     ``float_digits`` rounds float columns for text formats (table, markdown, csv); JSON and parquet keep
-    full precision so machines lose nothing.
+    full precision so machines lose nothing. ``layout`` (optional) is how people see the table: the
+    table, markdown and html formats show those columns; json, csv and parquet always carry ``frame``.
     """
 
     name: str
@@ -50,6 +71,22 @@ class Table:
     title: str = ""
     float_digits: dict[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    layout: tuple[Column, ...] = ()
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A plot of a document, drawn on demand (matplotlib imported only when a format shows plots).
+
+    html inlines it as SVG; markdown written to a file links a PNG written next to it; the other formats
+    leave it out. It is placed after the table named ``after`` (at the end when None).
+    """
+
+    name: str
+    title: str
+    draw: Callable[[], MatplotlibFigure]
+    caption: str = ""
+    after: str | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +101,7 @@ class Document:
     tables: tuple[Table, ...]
     meta: dict[str, Any] = field(default_factory=dict)
     title: str = ""
+    figures: tuple[Figure, ...] = ()
 
     def table(self, name: str) -> Table:
         for t in self.tables:

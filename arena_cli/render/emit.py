@@ -1,23 +1,44 @@
-"""Format enum -> renderer, and writing the result to stdout or atomically to a file."""
+"""Format enum -> renderer (the one place that maps them), and writing the result to stdout or atomically
+to files."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
 from arena_cli.render.document import Document, OutputFormat, format_from_path
 
+# Each format's renderer, imported on first use: ``Document -> bytes``.
+RENDERERS: dict[OutputFormat, tuple[str, str]] = {
+    OutputFormat.table: ("arena_cli.render.text", "to_table_text"),
+    OutputFormat.json: ("arena_cli.render.text", "to_json"),
+    OutputFormat.csv: ("arena_cli.render.text", "to_csv"),
+    OutputFormat.markdown: ("arena_cli.render.text", "to_markdown"),
+    OutputFormat.parquet: ("arena_cli.render.text", "to_parquet"),
+    OutputFormat.html: ("arena_cli.render.html", "to_html"),
+}
+
 
 def render(doc: Document, fmt: OutputFormat) -> bytes:
     """Render a whole document; the bytes are complete before anything is written anywhere."""
-    from arena_cli.render import text
+    module, function = RENDERERS[fmt]
+    return getattr(importlib.import_module(module), function)(doc)
 
-    renderer = text.RENDERERS.get(fmt)
-    if renderer is None:
-        from arena_cli.render import rich_extra
 
-        renderer = rich_extra.RENDERERS[fmt]
-    return renderer(doc)
+def render_files(doc: Document, fmt: OutputFormat, output: Path) -> dict[Path, bytes]:
+    """Every file an ``-o output`` run writes: the document, and for markdown with figures one PNG per
+    figure beside it (``<stem>-<figure>.png``, linked relatively so the folder can move as a whole)."""
+    if fmt is not OutputFormat.markdown or not doc.figures:
+        return {output: render(doc, fmt)}
+    from arena_cli.render.figures import png_bytes
+    from arena_cli.render.text import figure_link, to_markdown
+
+    prefix = f"{output.stem}-"
+    files = {output: to_markdown(doc, figure_prefix=prefix)}
+    for figure in doc.figures:
+        files[output.parent / figure_link(figure, prefix)] = png_bytes(figure)
+    return files
 
 
 def emit(doc: Document, fmt: OutputFormat | None = None, output: Path | None = None) -> OutputFormat:
@@ -29,12 +50,12 @@ def emit(doc: Document, fmt: OutputFormat | None = None, output: Path | None = N
 
         text.print_rich(doc)
         return fmt
-    data = render(doc, fmt)
     if output is None:
-        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.write(render(doc, fmt))
         sys.stdout.flush()
-    else:
-        from arena_cli.io.atomic import atomic_write_bytes
+        return fmt
+    from arena_cli.io.atomic import atomic_write_bytes
 
-        atomic_write_bytes(Path(output), data)
+    for path, data in render_files(doc, fmt, Path(output)).items():
+        atomic_write_bytes(path, data)
     return fmt

@@ -4,33 +4,12 @@ from __future__ import annotations
 
 import io
 import json
-import math
-from collections.abc import Callable
 from typing import Any
 
-import polars as pl
-
-from arena_cli.render.document import Document, OutputFormat, Table
+from arena_cli.render.display import Cell, Shown, json_value, plain_frame, rounded, shown
+from arena_cli.render.document import Document, Figure
 
 JSON_SCHEMA_VERSION = 1
-
-
-def _rounded(table: Table) -> pl.DataFrame:
-    frame = table.frame
-    exprs = [pl.col(c).round(d) for c, d in table.float_digits.items() if c in frame.columns and frame.schema[c].is_float()]
-    return frame.with_columns(exprs) if exprs else frame
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_value(v) for v in value]
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    return value
 
 
 def to_json(doc: Document) -> bytes:
@@ -38,47 +17,58 @@ def to_json(doc: Document) -> bytes:
     payload = {
         "schema_version": JSON_SCHEMA_VERSION,
         "kind": doc.kind,
-        "meta": _json_value(doc.meta),
-        "tables": {t.name: _json_value(t.frame.to_dicts()) for t in doc.tables},
+        "meta": json_value(doc.meta),
+        "tables": {t.name: json_value(t.frame.to_dicts()) for t in doc.tables},
     }
     return (json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode()
 
 
-def _plain_frame(frame: pl.DataFrame) -> pl.DataFrame:
-    """Nested columns (lists, structs) as JSON text, so flat formats can hold them."""
-    nested = [c for c, t in frame.schema.items() if t.is_nested()]
-    return frame.with_columns(pl.col(c).map_elements(lambda v: json.dumps(_json_value(v)), return_dtype=pl.String) for c in nested) if nested else frame
-
-
 def to_csv(doc: Document) -> bytes:
     """The primary table only (CSV holds one table); use JSON for the whole document."""
-    return _plain_frame(_rounded(doc.primary)).write_csv().encode()
+    return plain_frame(rounded(doc.primary)).write_csv().encode()
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float) and math.isnan(value):
-        return ""
-    return str(value).replace("|", "\\|").replace("\n", " ")
+def _markdown_cell(cell: Cell) -> str:
+    text = cell.text.replace("|", "\\|").replace("\n", " ")
+    return f"**{text}**" if cell.strong and text else text
 
 
-def markdown_table(frame: pl.DataFrame) -> str:
-    header = "| " + " | ".join(frame.columns) + " |"
-    align = "|" + "|".join("---:" if t.is_numeric() else "---" for t in frame.schema.values()) + "|"
-    rows = ["| " + " | ".join(_cell(v) for v in row) + " |" for row in frame.iter_rows()]
+def markdown_table(table: Shown) -> str:
+    header = "| " + " | ".join(h.replace("|", "\\|") for h in table.headers) + " |"
+    align = "|" + "|".join("---:" if numeric else "---" for numeric in table.numeric) + "|"
+    rows = ["| " + " | ".join(_markdown_cell(c) for c in row) + " |" for row in table.rows]
     return "\n".join([header, align, *rows])
 
 
-def to_markdown(doc: Document) -> bytes:
+def figure_link(figure: Figure, prefix: str) -> str:
+    """Where markdown expects a figure's image: ``<prefix><name>.png``, beside the markdown file."""
+    return f"{prefix}{figure.name}.png"
+
+
+def to_markdown(doc: Document, figure_prefix: str | None = None) -> bytes:
+    """GitHub-flavoured markdown (pastes into a pull-request comment). Figures are linked as images only
+    when ``figure_prefix`` says where their PNG files are written (see :func:`emit`)."""
     parts: list[str] = []
     if doc.title:
         parts.append(f"## {doc.title}\n")
+
+    def figures_after(anchor: str | None) -> None:
+        if figure_prefix is None:
+            return
+        for figure in doc.figures:
+            if figure.after == anchor:
+                parts.append(f"### {figure.title}\n")
+                parts.append(f"![{figure.title}]({figure_link(figure, figure_prefix)})\n")
+                if figure.caption:
+                    parts.append(f"{figure.caption}\n")
+
     for table in doc.tables:
         if table.title:
             parts.append(f"### {table.title}\n")
-        parts.append(markdown_table(_plain_frame(_rounded(table))) + "\n")
+        parts.append(markdown_table(shown(table)) + "\n")
         parts.extend(f"{note}\n" for note in table.notes)
+        figures_after(table.name)
+    figures_after(None)
     return "\n".join(parts).encode()
 
 
@@ -89,17 +79,35 @@ def to_parquet(doc: Document) -> bytes:
     return buffer.getvalue()
 
 
-def rich_tables(doc: Document) -> list[Any]:
+def _rich_cell(cell: Cell, terminal: bool) -> Any:
+    """A terminal draws changes as coloured arrows and emphasis in bold; a file gets the plain ``+3`` / ``-2``
+    and a ``*`` after an emphasised cell."""
+    from rich.text import Text
+
+    if not terminal:
+        return Text(cell.text + ("*" if cell.strong and cell.text else ""))  # no bold in a plain file
+    style = "bold" if cell.strong else ""
+    if cell.change and cell.direction:
+        arrow, colour = ("↑", "green") if cell.direction > 0 else ("↓", "red")
+        return Text(arrow + cell.magnitude, style=f"{style} {colour}".strip())
+    if cell.change:
+        return Text(cell.text, style=f"{style} dim".strip())
+    return Text(cell.text, style=style)
+
+
+def rich_tables(doc: Document, terminal: bool = False) -> list[Any]:
     from rich.table import Table as RichTable
+    from rich.text import Text
 
     out = []
     for table in doc.tables:
-        frame = _plain_frame(_rounded(table))
-        rich_table = RichTable(title=table.title or None, caption="\n".join(table.notes) or None)
-        for name, dtype in frame.schema.items():
-            rich_table.add_column(name, justify="right" if dtype.is_numeric() else "left")
-        for row in frame.iter_rows():
-            rich_table.add_row(*(_cell(v) for v in row))
+        view = shown(table)
+        caption = Text("\n".join(table.notes)) if table.notes else None
+        rich_table = RichTable(title=Text(table.title) if table.title else None, caption=caption, caption_justify="left")
+        for header, numeric in zip(view.headers, view.numeric):
+            rich_table.add_column(header, justify="right" if numeric else "left")
+        for row in view.rows:
+            rich_table.add_row(*(_rich_cell(c, terminal) for c in row))
         out.append(rich_table)
     return out
 
@@ -118,14 +126,5 @@ def print_rich(doc: Document) -> None:
     from rich.console import Console
 
     console = Console()
-    for rich_table in rich_tables(doc):
+    for rich_table in rich_tables(doc, terminal=console.is_terminal):
         console.print(rich_table)
-
-
-RENDERERS: dict[OutputFormat, Callable[[Document], bytes]] = {
-    OutputFormat.json: to_json,
-    OutputFormat.csv: to_csv,
-    OutputFormat.markdown: to_markdown,
-    OutputFormat.parquet: to_parquet,
-    OutputFormat.table: to_table_text,
-}

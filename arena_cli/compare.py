@@ -1,0 +1,501 @@
+"""Leaderboards side by side: style-control variants of one fit (``arena diff``) and two saved or freshly fitted
+leaderboards (``arena compare``), with the checks a pipeline gates on.
+
+A rank change is reported as ``baseline rank - new rank``: positive means the model climbs. A shift is
+*significant* when the two rank intervals do not overlap at all (the interval "moved entirely"). The top k are
+the k highest-scoring models (leaderboard order), whatever their rank intervals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import reduce
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from arena_cli.errors import InputError
+from arena_cli.render.document import Column, Document, Table
+
+if TYPE_CHECKING:
+    from arena_cli.models import FitOptions, FitResult
+
+#: Columns of a leaderboard that comparisons read (``arena fit``'s leaderboard has them all).
+LEADERBOARD_COLUMNS = ("rank", "rank_lower", "rank_upper", "model", "score", "score_lower", "score_upper")
+#: The default style-control variants of ``arena diff``, as in LMArena's style-control post.
+DEFAULT_VARIANTS = "none,length,markdown,both"
+DEFAULT_TOP_K = 10
+SCORE_DIGITS = 1
+COEF_DIGITS = 3
+
+
+# --------------------------------------------------------------------------------------------- variants
+
+
+def parse_variants(text: str) -> dict[str, str]:
+    """``"none,length,len-bold=length+bold"`` -> ``{variant name: style spec}`` for :class:`FitOptions`.
+
+    Variants are comma-separated; a custom feature set joins its features with ``+`` (``length+bold``) and
+    may be named ``NAME=SPEC``; an unnamed set is named by its spec.
+    """
+    variants: dict[str, str] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        name, sep, spec = item.partition("=")
+        name, spec = (name.strip(), spec.strip()) if sep else (item, item)
+        features = [f.strip() for f in spec.split("+") if f.strip()]
+        if not name or not features:
+            raise InputError(f"--variants {text!r}: {item!r} is not NAME=FEATURE+FEATURE or a variant name")
+        if name in variants:
+            raise InputError(f"--variants {text!r}: variant {name!r} given twice")
+        variants[name] = ",".join(features)
+    if not variants:
+        raise InputError(f"--variants {text!r}: give at least one variant, e.g. {DEFAULT_VARIANTS}")
+    return variants
+
+
+def _int_ranks(frame: pl.DataFrame) -> pl.DataFrame:
+    """Ranks as signed integers, so differences never wrap around."""
+    return frame.with_columns(pl.col(c).cast(pl.Int64) for c in ("rank", "rank_lower", "rank_upper") if c in frame.columns)
+
+
+def _checked(leaderboard: pl.DataFrame, label: str) -> pl.DataFrame:
+    missing = [c for c in LEADERBOARD_COLUMNS if c not in leaderboard.columns]
+    if missing:
+        raise InputError(f"{label}: leaderboard lacks column(s) {missing}")
+    return _int_ranks(leaderboard.select(LEADERBOARD_COLUMNS))
+
+
+def with_positions(leaderboard: pl.DataFrame) -> pl.DataFrame:
+    """Adds ``position``: 1 for the highest score, ties broken by model name (the order of the top k)."""
+    return leaderboard.sort(["score", "model"], descending=[True, False], nulls_last=True).with_row_index("position", offset=1).with_columns(
+        pl.col("position").cast(pl.Int64)
+    )
+
+
+def _interval_disjoint(lower_a: str, upper_a: str, lower_b: str, upper_b: str) -> pl.Expr:
+    return (pl.col(upper_a) < pl.col(lower_b)) | (pl.col(lower_a) > pl.col(upper_b))
+
+
+def rank_diff_frame(leaderboards: Mapping[str, pl.DataFrame], baseline: str, sort_by: str | None = None) -> pl.DataFrame:
+    """One row per model: per variant ``rank, rank_lower, rank_upper, score, score_lower, score_upper``
+    (columns suffixed ``_<variant>``), and for every non-baseline variant ``rank_change_<v>`` (baseline rank
+    minus its rank) and ``shifted_<v>`` (its rank interval and the baseline's do not overlap).
+
+    Sorted by ``sort_by``'s rank (then its score), default the last variant; ``sort_by="model"`` sorts by name.
+    """
+    if baseline not in leaderboards:
+        raise InputError(f"--baseline {baseline!r}: not one of the variants {list(leaderboards)}")
+    sort_by = sort_by or list(leaderboards)[-1]
+    if sort_by != "model" and sort_by not in leaderboards:
+        raise InputError(f"--sort {sort_by!r}: give model or one of the variants {list(leaderboards)}")
+    parts = []
+    for name, leaderboard in leaderboards.items():
+        board = _checked(leaderboard, f"variant {name}")
+        parts.append(board.select("model", *[pl.col(c).alias(f"{c}_{name}") for c in LEADERBOARD_COLUMNS if c != "model"]))
+    frame = reduce(lambda left, right: left.join(right, on="model", how="full", coalesce=True), parts)
+    ordered = ["model"]
+    for name in leaderboards:
+        ordered += [f"{c}_{name}" for c in LEADERBOARD_COLUMNS if c != "model"]
+        if name != baseline:
+            frame = frame.with_columns(
+                (pl.col(f"rank_{baseline}") - pl.col(f"rank_{name}")).alias(f"rank_change_{name}"),
+                _interval_disjoint(f"rank_lower_{name}", f"rank_upper_{name}", f"rank_lower_{baseline}", f"rank_upper_{baseline}").alias(f"shifted_{name}"),
+            )
+            ordered += [f"rank_change_{name}", f"shifted_{name}"]
+    keys = ["model"] if sort_by == "model" else [f"rank_{sort_by}", f"score_{sort_by}", "model"]
+    return frame.select(ordered).sort(keys, descending=[k.startswith("score_") for k in keys], nulls_last=True)
+
+
+def coefficient_frame(coefficients: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
+    """Rows = variants with style coefficients, columns = features (``<f>, <f>_lower, <f>_upper``); a feature
+    a variant does not control for is null (the seed table's "N/A")."""
+    rows = [
+        frame.select(pl.lit(name).alias("variant"), "feature", "coef", "lower", "upper")
+        for name, frame in coefficients.items()
+        if frame.height
+    ]
+    if not rows:
+        return pl.DataFrame(schema={"variant": pl.String})
+    long = pl.concat(rows)
+    features = list(dict.fromkeys(long["feature"].to_list()))
+    wide = long.pivot(on="feature", index="variant", values=["coef", "lower", "upper"], aggregate_function=None)
+    renamed = {}
+    for f in features:
+        renamed[f"coef_{f}"] = f
+        renamed[f"lower_{f}"] = f"{f}_lower"
+        renamed[f"upper_{f}"] = f"{f}_upper"
+    wide = wide.rename({k: v for k, v in renamed.items() if k in wide.columns})
+    return wide.select("variant", *[c for f in features for c in (f, f"{f}_lower", f"{f}_upper")])
+
+
+def _highlight_rows(changes: pl.DataFrame, variant: str, top_k: int) -> pl.DataFrame:
+    """``changes`` has ``model, rank_base, rank_new, rank_change, shifted, position_base, position_new``."""
+    kinds = [
+        (pl.col("shifted") & (pl.col("rank_change") > 0), "significant rise"),
+        (pl.col("shifted") & (pl.col("rank_change") < 0), "significant drop"),
+        ((pl.col("position_new") <= top_k) & ((pl.col("position_base") > top_k) | pl.col("position_base").is_null()), f"entered top {top_k}"),
+        ((pl.col("position_base") <= top_k) & ((pl.col("position_new") > top_k) | pl.col("position_new").is_null()), f"left top {top_k}"),
+    ]
+    frames = [
+        changes.filter(condition.fill_null(False)).select(
+            pl.lit(variant).alias("variant"), "model", pl.lit(kind).alias("change"),
+            pl.col("rank_base").alias("rank_before"), pl.col("rank_new").alias("rank_after"), "rank_change",
+            pl.col("position_base").alias("position_before"), pl.col("position_new").alias("position_after"),
+        ).sort(["position_after", "model"], nulls_last=True)
+        for condition, kind in kinds
+    ]
+    return pl.concat(frames)
+
+
+def highlights_frame(leaderboards: Mapping[str, pl.DataFrame], baseline: str, top_k: int = DEFAULT_TOP_K) -> pl.DataFrame:
+    """Per non-baseline variant: models with a significant rank shift, and models entering or leaving the top k."""
+    base = with_positions(_checked(leaderboards[baseline], f"variant {baseline}"))
+    frames = []
+    for name, leaderboard in leaderboards.items():
+        if name == baseline:
+            continue
+        new = with_positions(_checked(leaderboard, f"variant {name}"))
+        frames.append(_highlight_rows(_paired(base, new), name, top_k))
+    if not frames:
+        return _highlight_rows(_paired(base, base).clear(), baseline, top_k)
+    return pl.concat(frames)
+
+
+def _paired(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
+    """Two positioned leaderboards joined on model (``_base`` / ``_new`` suffixes) with the rank change."""
+    pick = ["model", "position", *[c for c in LEADERBOARD_COLUMNS if c != "model"]]
+    joined = base.select(pick).rename(lambda c: c if c == "model" else f"{c}_base").join(
+        new.select(pick).rename(lambda c: c if c == "model" else f"{c}_new"), on="model", how="full", coalesce=True
+    )
+    return joined.with_columns(
+        (pl.col("rank_base") - pl.col("rank_new")).alias("rank_change"),
+        _interval_disjoint("rank_lower_new", "rank_upper_new", "rank_lower_base", "rank_upper_base").alias("shifted"),
+    )
+
+
+@dataclass(frozen=True)
+class VariantComparison:
+    """The rank-diff table, the style-coefficient table and the highlights of one ``arena diff`` run."""
+
+    rank_diff: pl.DataFrame
+    coefficients: pl.DataFrame
+    highlights: pl.DataFrame
+    variants: dict[str, str]
+    baseline: str
+    top_k: int
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def tables(self) -> tuple[Table, ...]:
+        return (diff_table(self), coefficient_table(self), highlight_table(self))
+
+    def to_document(self) -> Document:
+        meta = {"variants": self.variants, "baseline": self.baseline, "top_k": self.top_k, "settings": self.settings}
+        return Document("diff", self.tables(), meta=meta, title="Rank changes under style control")
+
+
+def compare_variants(
+    leaderboards: Mapping[str, pl.DataFrame],
+    coefficients: Mapping[str, pl.DataFrame],
+    variants: Mapping[str, str],
+    baseline: str = "none",
+    sort_by: str | None = None,
+    top_k: int = DEFAULT_TOP_K,
+    settings: Mapping[str, Any] | None = None,
+) -> VariantComparison:
+    """Side by side: per-variant leaderboards (and style coefficients) fitted on the same battles."""
+    if top_k < 1:
+        raise InputError(f"--top-k {top_k}: must be at least 1")
+    return VariantComparison(
+        rank_diff=rank_diff_frame(leaderboards, baseline, sort_by),
+        coefficients=coefficient_frame(coefficients),
+        highlights=highlights_frame(leaderboards, baseline, top_k),
+        variants=dict(variants),
+        baseline=baseline,
+        top_k=top_k,
+        settings=dict(settings or {}),
+    )
+
+
+def compare_fits(
+    results: Mapping[str, FitResult],
+    variants: Mapping[str, str],
+    baseline: str = "none",
+    sort_by: str | None = None,
+    top_k: int = DEFAULT_TOP_K,
+) -> VariantComparison:
+    """:func:`compare_variants` on the results of ``fit_variants`` (one fit per variant, shared resamples).
+
+    Settings common to every variant are kept once; the rest (style, features, presets) per variant."""
+    first = next(iter(results.values()))
+    common = {k: v for k, v in first.settings.items() if all(k in r.settings and r.settings[k] == v for r in results.values())}
+    shared = {**common, "per_variant": {name: {k: v for k, v in r.settings.items() if k not in common} for name, r in results.items()}}
+    return compare_variants(
+        {name: r.leaderboard for name, r in results.items()},
+        {name: r.coefficients for name, r in results.items()},
+        variants, baseline, sort_by, top_k, settings=shared,
+    )
+
+
+def diff_variants(
+    battles: pl.DataFrame,
+    variants: Mapping[str, str],
+    options: FitOptions,
+    baseline: str = "none",
+    sort_by: str | None = None,
+    top_k: int = DEFAULT_TOP_K,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> tuple[VariantComparison, dict[str, FitResult]]:
+    """Fit every variant on ``battles`` with one shared bootstrap resampling, then compare them.
+
+    ``options`` is left unresolved: each variant takes its own preset (e.g. ``--compat`` reweights only
+    style-controlled fits)."""
+    from arena_cli.models import fit_variants
+
+    if baseline not in variants:
+        raise InputError(f"--baseline {baseline!r}: not one of the variants {list(variants)}")
+    if sort_by is not None and sort_by != "model" and sort_by not in variants:
+        raise InputError(f"--sort {sort_by!r}: give model or one of the variants {list(variants)}")
+    if top_k < 1:
+        raise InputError(f"--top-k {top_k}: must be at least 1")
+    results = fit_variants(battles, dict(variants), options, on_progress=on_progress)
+    return compare_fits(results, variants, baseline, sort_by, top_k), results
+
+
+def diff_table(comparison: VariantComparison) -> Table:
+    names = list(comparison.variants)
+    layout = [Column("model", "model")]
+    for name in names:
+        layout.append(Column(f"{name} rank", f"rank_{name}", f"rank_lower_{name}", f"rank_upper_{name}"))
+        layout.append(Column(f"{name} score", f"score_{name}", digits=SCORE_DIGITS))
+        if name != comparison.baseline:
+            layout.append(Column(f"{name} Δ", f"rank_change_{name}", change=True, strong=f"shifted_{name}"))
+    notes = (
+        f"Δ: rank change against {comparison.baseline} (+ = the model climbs). Bold (* in plain text): a significant "
+        f"shift, the rank interval no longer overlaps the one under {comparison.baseline}.",
+        "Rank [lower, upper]: rank interval. All variants are fitted on the same battles with the same resamples.",
+    )
+    digits = {c: SCORE_DIGITS for c in comparison.rank_diff.columns if c.startswith("score")}
+    return Table("rank_diff", comparison.rank_diff, "Rank by style-control variant", digits, notes, tuple(layout))
+
+
+def coefficient_table(comparison: VariantComparison) -> Table:
+    frame = comparison.coefficients
+    features = [c for c in frame.columns if c != "variant" and not c.endswith(("_lower", "_upper"))]
+    layout = (Column("variant", "variant"), *[Column(f, f, f"{f}_lower", f"{f}_upper", digits=COEF_DIGITS) for f in features])
+    notes = ("Style coefficients: log-odds per standard deviation of the normalised feature difference, "
+             "with intervals; — where the variant does not control for the feature.",)
+    digits = {c: COEF_DIGITS for c in frame.columns if c != "variant"}
+    return Table("coefficients", frame, "Style coefficients by variant", digits, notes, layout)
+
+
+def highlight_table(comparison: VariantComparison) -> Table:
+    layout = (
+        Column("variant", "variant"), Column("model", "model"), Column("change", "change"),
+        Column("rank before", "rank_before"), Column("rank after", "rank_after"), Column("Δ", "rank_change", change=True),
+    )
+    notes = (f"Against {comparison.baseline}: significant shifts, and models entering or leaving the "
+             f"{comparison.top_k} highest scores.",)
+    return Table("highlights", comparison.highlights, "Highlights", notes=notes, layout=layout)
+
+
+# --------------------------------------------------------------------------------------- two leaderboards
+
+
+def load_leaderboard(path: Path) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """A leaderboard saved by ``arena fit -o``: JSON (its ``leaderboard`` table and settings), parquet or CSV."""
+    import json
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such leaderboard file (give an `arena fit -o` file or a store directory)")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".json":
+            payload = json.loads(path.read_text())
+            tables = payload.get("tables", {})
+            rows = tables.get("leaderboard")
+            if rows is None:
+                rows = next((t for t in tables.values() if t and {"model", "score"} <= set(t[0])), None)
+            if rows is None:
+                raise InputError(f"{path}: no leaderboard table in this JSON (expected `arena fit -o FILE.json`)")
+            frame = pl.DataFrame(rows, infer_schema_length=None)
+            meta = payload.get("meta", {})
+            return _checked(frame, str(path)), dict(meta.get("settings", meta))
+        if suffix == ".parquet":
+            return _checked(pl.read_parquet(path), str(path)), {}
+        if suffix == ".csv":
+            return _checked(pl.read_csv(path), str(path)), {}
+    except InputError:
+        raise
+    except Exception as error:
+        raise InputError(f"{path}: cannot read leaderboard ({error})") from None
+    raise InputError(f"{path}: leaderboard files are .json, .parquet or .csv (from `arena fit -o`)")
+
+
+def leaderboard_changes(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
+    """One row per model of either leaderboard: ``status`` (kept, entered, left), old and new rank, rank
+    interval, score and position, the rank and score changes, and whether each is beyond the intervals."""
+    paired = _paired(with_positions(_checked(old, "OLD")), with_positions(_checked(new, "NEW")))
+    status = (
+        pl.when(pl.col("rank_base").is_null()).then(pl.lit("entered"))
+        .when(pl.col("rank_new").is_null()).then(pl.lit("left"))
+        .otherwise(pl.lit("kept"))
+    )
+    changes = paired.with_columns(
+        status.alias("status"),
+        (pl.col("score_new") - pl.col("score_base")).alias("score_change"),
+        _interval_disjoint("score_lower_new", "score_upper_new", "score_lower_base", "score_upper_base").alias("score_beyond_interval"),
+    ).rename({"shifted": "rank_beyond_interval"})
+    rename = {f"{c}_base": f"{c}_old" for c in ("position", *LEADERBOARD_COLUMNS) if c != "model"}
+    changes = changes.rename(rename)
+    columns = [
+        "model", "status",
+        "rank_old", "rank_lower_old", "rank_upper_old", "rank_new", "rank_lower_new", "rank_upper_new", "rank_change", "rank_beyond_interval",
+        "score_old", "score_lower_old", "score_upper_old", "score_new", "score_lower_new", "score_upper_new", "score_change", "score_beyond_interval",
+        "position_old", "position_new",
+    ]
+    return changes.select(columns).sort(["position_new", "position_old", "model"], nulls_last=True)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One ``--fail-on`` condition. ``value`` is the threshold (None for conditions without one)."""
+
+    name: str
+    value: float | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name if self.value is None else f"{self.name}={self.value:g}"
+
+
+#: ``--fail-on`` conditions: name -> (needs a value, what it means). The README shows this text.
+GATES: dict[str, tuple[bool, str]] = {
+    "rank-shift": (True, "a model in both leaderboards moved N or more ranks (|new rank - old rank| >= N)"),
+    "score-shift": (True, "a model in both leaderboards changed score by X or more points (|new - old| >= X)"),
+    "top-k-change": (True, "the set of the K highest-scoring models differs (a model entered or left the top K; a reorder within it does not count)"),
+    "significant-shift": (False, "a model's new rank interval does not overlap its old one"),
+    "models-changed": (False, "a model entered or left the leaderboard"),
+}
+
+
+def parse_gate(text: str) -> Gate:
+    """``"rank-shift=3"`` -> Gate("rank-shift", 3.0); ``"models-changed"`` -> Gate("models-changed")."""
+    name, sep, value = text.strip().partition("=")
+    name = name.strip()
+    if name not in GATES:
+        raise InputError(f"--fail-on {text!r}: unknown condition; one of {', '.join(GATES)}")
+    needs_value = GATES[name][0]
+    if not needs_value:
+        if sep:
+            raise InputError(f"--fail-on {text!r}: {name} takes no value")
+        return Gate(name)
+    try:
+        threshold = float(value)
+    except ValueError:
+        threshold = -1.0
+    integral = name != "score-shift"
+    if not sep or threshold <= 0 or (integral and threshold != int(threshold)):
+        kind = "a positive integer" if integral else "a positive number"
+        raise InputError(f"--fail-on {text!r}: {name} needs {kind}, e.g. {name}={'3' if integral else '10'}")
+    return Gate(name, threshold)
+
+
+def _gate_detail(gate: Gate, changes: pl.DataFrame) -> tuple[bool, str]:
+    """Whether ``gate`` is met by ``changes`` (from :func:`leaderboard_changes`), and which models met it."""
+    kept = changes.filter(pl.col("status") == "kept")
+    if gate.name == "rank-shift":
+        hits = kept.filter(pl.col("rank_change").abs() >= gate.value)
+        detail = [f"{m} {old}→{new}" for m, old, new in hits.select("model", "rank_old", "rank_new").iter_rows()]
+    elif gate.name == "score-shift":
+        hits = kept.filter(pl.col("score_change").abs() >= gate.value)
+        detail = [f"{m} {c:+.1f}" for m, c in hits.select("model", "score_change").iter_rows()]
+    elif gate.name == "top-k-change":
+        k = int(gate.value)
+        entered = changes.filter((pl.col("position_new") <= k) & ~(pl.col("position_old") <= k).fill_null(False))["model"].to_list()
+        left = changes.filter((pl.col("position_old") <= k) & ~(pl.col("position_new") <= k).fill_null(False))["model"].to_list()
+        detail = [f"+{m}" for m in entered] + [f"-{m}" for m in left]
+    elif gate.name == "significant-shift":
+        hits = kept.filter(pl.col("rank_beyond_interval").fill_null(False))
+        detail = [f"{m} {old}→{new}" for m, old, new in hits.select("model", "rank_old", "rank_new").iter_rows()]
+    else:
+        detail = [f"+{m}" for m in changes.filter(pl.col("status") == "entered")["model"]]
+        detail += [f"-{m}" for m in changes.filter(pl.col("status") == "left")["model"]]
+    return bool(detail), ", ".join(detail)
+
+
+def evaluate_gates(gates: Sequence[Gate], changes: pl.DataFrame) -> pl.DataFrame:
+    """One row per gate: ``condition, met, models`` (the models that met it)."""
+    rows = [(gate.label, *_gate_detail(gate, changes)) for gate in gates]
+    return pl.DataFrame(rows, schema={"condition": pl.String, "met": pl.Boolean, "models": pl.String}, orient="row")
+
+
+@dataclass(frozen=True)
+class LeaderboardComparison:
+    """``arena compare``: what changed between two leaderboards, and which ``--fail-on`` gates it meets."""
+
+    changes: pl.DataFrame
+    gates: pl.DataFrame
+    old_label: str
+    new_label: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[str]:
+        return self.gates.filter(pl.col("met"))["condition"].to_list()
+
+    def summary(self) -> dict[str, Any]:
+        changes = self.changes
+        kept = changes.filter(pl.col("status") == "kept")
+        return {
+            "models_old": changes["rank_old"].is_not_null().sum(),
+            "models_new": changes["rank_new"].is_not_null().sum(),
+            "entered": changes.filter(pl.col("status") == "entered")["model"].to_list(),
+            "left": changes.filter(pl.col("status") == "left")["model"].to_list(),
+            "largest_rank_shift": int(kept["rank_change"].abs().max() or 0) if kept.height else 0,
+            "significant_shifts": int(kept["rank_beyond_interval"].fill_null(False).sum()),
+            "failed_gates": self.failed,
+        }
+
+    def to_document(self) -> Document:
+        layout = (
+            Column("model", "model"), Column("status", "status"),
+            Column("old rank", "rank_old", "rank_lower_old", "rank_upper_old"),
+            Column("new rank", "rank_new", "rank_lower_new", "rank_upper_new"),
+            Column("Δ rank", "rank_change", change=True, strong="rank_beyond_interval"),
+            Column("old score", "score_old", digits=SCORE_DIGITS),
+            Column("new score", "score_new", digits=SCORE_DIGITS),
+            Column("Δ score", "score_change", digits=SCORE_DIGITS, change=True, strong="score_beyond_interval"),
+        )
+        digits = {c: SCORE_DIGITS for c in self.changes.columns if c.startswith("score") and "beyond" not in c}
+        notes = (
+            "Δ rank: old rank - new rank (+ = the model climbs). Bold (* in plain text): beyond the intervals "
+            "(the old and new intervals do not overlap).",
+        )
+        tables = [Table("changes", self.changes, f"{self.old_label} → {self.new_label}", digits, notes, layout)]
+        tables.append(Table("gates", self.gates, "--fail-on conditions"))
+        meta = {"old": self.old_label, "new": self.new_label, "summary": self.summary(), "settings": self.settings}
+        return Document("compare", tuple(tables), meta=meta, title="Leaderboard comparison")
+
+
+def compare_leaderboards(
+    old: pl.DataFrame,
+    new: pl.DataFrame,
+    gates: Sequence[Gate] = (),
+    old_label: str = "old",
+    new_label: str = "new",
+    settings: Mapping[str, Any] | None = None,
+) -> LeaderboardComparison:
+    """Compare two leaderboards and evaluate the ``--fail-on`` gates on the result."""
+    changes = leaderboard_changes(old, new)
+    return LeaderboardComparison(changes, evaluate_gates(gates, changes), old_label, new_label, dict(settings or {}))
+
+
+def settings_mismatch(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Fit settings that differ between two leaderboards (their scores may then not be comparable)."""
+    keys = ("style", "ties", "both_bad", "normalize", "anchor", "reweight", "ridge", "compat")
+    return [k for k in keys if k in old and k in new and old[k] != new[k]]

@@ -1,0 +1,464 @@
+"""From a battle frame to the arrays the solvers need: model indices, outcome codes, style features, weights,
+and the sufficient statistics (counts per ordered pair and outcome).
+
+Why this shape: a plain Bradley-Terry likelihood depends on the battles only through the number of each
+outcome per ordered pair, so a plain fit works on at most 3·M·(M-1) cells however many votes there are.
+With style features only the n×k feature block stays per battle; everything model-shaped is summed per pair
+with ``np.bincount`` (never a dense n×M one-hot matrix).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import polars as pl
+
+from arena_cli.errors import InputError, NoDataError
+from arena_cli.models.options import REWEIGHT_FLOOR, BothBad, FitOptions, Ties, parse_style
+
+#: Outcome codes: how many halves of a win model_a gets. y = code / 2 in the binomial likelihood.
+B_WINS, TIE, A_WINS = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """A model left out of the fit, and why (its battles are left out with it)."""
+
+    model: str
+    battles: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Battles ready to fit: every model has a finite MLE, every row has its features.
+
+    Arrays are per battle. ``features`` is (k, n), already transformed (and standardised unless
+    ``--no-normalize``); ``cluster`` holds integer cluster codes (or None).
+    """
+
+    models: tuple[str, ...]
+    a: np.ndarray
+    b: np.ndarray
+    outcome: np.ndarray
+    features: np.ndarray
+    feature_names: tuple[str, ...]
+    cluster: np.ndarray | None
+    excluded: tuple[Exclusion, ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def n_battles(self) -> int:
+        return int(self.a.size)
+
+    @property
+    def n_models(self) -> int:
+        return len(self.models)
+
+    def with_features(self, features: np.ndarray, names: tuple[str, ...]) -> Prepared:
+        return replace(self, features=features, feature_names=names)
+
+
+@dataclass(frozen=True)
+class Cells:
+    """The (ordered pair, outcome) cells of a battle set: what a resample of battles redistributes.
+
+    ``of_battle`` maps each battle to its cell; ``size`` counts battles per cell; ``pair``/``outcome`` describe
+    each cell; ``pair_a``/``pair_b`` give the models of each ordered pair.
+    """
+
+    of_battle: np.ndarray
+    size: np.ndarray
+    pair: np.ndarray
+    outcome: np.ndarray
+    pair_a: np.ndarray
+    pair_b: np.ndarray
+
+    @property
+    def n_cells(self) -> int:
+        return int(self.size.size)
+
+
+@dataclass(frozen=True)
+class Design:
+    """The rows a solver iterates over.
+
+    A row is either one aggregated group of identical battles (plain fits: one per cell, or per
+    (cluster, cell) when clustering) or one battle (style fits). The objective is
+    Σ_rows count·weight·loglik(row); ``count`` is what a bootstrap resample changes.
+    """
+
+    n_models: int
+    pair_a: np.ndarray
+    pair_b: np.ndarray
+    row_pair: np.ndarray
+    row_outcome: np.ndarray
+    row_count: np.ndarray
+    row_weight: np.ndarray
+    X: np.ndarray
+    row_cell: np.ndarray
+    row_cluster: np.ndarray | None
+    aggregated: bool
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.row_pair.size)
+
+
+# --------------------------------------------------------------------------------------------- preparation
+
+
+def required_columns(options: FitOptions, available: list[str] | None = None) -> list[str]:
+    """Columns a fit reads: model_a, model_b, outcome, the cluster column and the style feature columns."""
+    columns = ["model_a", "model_b", "outcome"]
+    if options.cluster:
+        columns.append(options.cluster)
+    for term in parse_style(options.style):
+        columns.extend(_term_columns(term, available))
+    return list(dict.fromkeys(columns))
+
+
+def _term_columns(term: str, available: list[str] | None) -> list[str]:
+    """The frame columns one style term is computed from (per-side pairs, or one battle-level column)."""
+    from arena_cli.features.registry import STYLE_GROUPS, side_columns
+
+    if term in STYLE_GROUPS:
+        return [c for member in STYLE_GROUPS[term] for c in side_columns(member)]
+    pair = list(side_columns(term))
+    if available is not None and term in available and not all(c in available for c in pair):
+        return [term]
+    return pair
+
+
+def _style_matrix(frame: pl.DataFrame, terms: tuple[str, ...]) -> tuple[pl.DataFrame, list[str]]:
+    """One float column per style term, before standardisation.
+
+    Feature groups and per-side counts use LMArena's transform d = (a - b) / (a + b + 1) on the per-side sums;
+    a numeric battle-level column (a user's covariate, e.g. a sentiment difference) is used as it is.
+    """
+    from arena_cli.features.registry import STYLE_GROUPS, side_columns
+
+    exprs = []
+    for term in terms:
+        pairs = [side_columns(m) for m in STYLE_GROUPS.get(term, (term,))]
+        if all(a in frame.columns and b in frame.columns for a, b in pairs):
+            for a, b in pairs:
+                for column in (a, b):
+                    if not frame.schema[column].is_numeric():
+                        raise InputError(f"style feature {term!r}: column {column!r} is {frame.schema[column]}, not numeric")
+            side_a = pl.sum_horizontal([pl.col(a).cast(pl.Float64) for a, _ in pairs])
+            side_b = pl.sum_horizontal([pl.col(b).cast(pl.Float64) for _, b in pairs])
+            negative = frame.select((pl.min_horizontal(side_a.min(), side_b.min()) < 0).alias("neg")).item()
+            if negative:
+                raise InputError(
+                    f"style feature {term!r}: negative per-side values; the (a - b)/(a + b + 1) transform needs counts. "
+                    f"Give a signed covariate as one battle-level column instead (e.g. {term}_diff)."
+                )
+            null = pl.any_horizontal([pl.col(c).is_null() for pair in pairs for c in pair])
+            exprs.append(pl.when(null).then(None).otherwise((side_a - side_b) / (side_a + side_b + 1.0)).alias(term))
+        elif term in frame.columns and term not in STYLE_GROUPS:
+            if not frame.schema[term].is_numeric():
+                raise InputError(f"style covariate {term!r} is {frame.schema[term]}, not numeric")
+            exprs.append(pl.col(term).cast(pl.Float64).alias(term))
+        else:
+            needed = ", ".join(c for pair in pairs for c in pair)
+            raise InputError(
+                f"style feature {term!r}: the battles have no {needed} columns"
+                + ("" if term in STYLE_GROUPS else f" and no numeric column {term!r}")
+                + " (feature groups: length, header, list, bold; or any <name>_a/<name>_b count pair or numeric column)"
+            )
+    return frame.select(exprs), list(terms)
+
+
+def _outcome_codes(frame: pl.DataFrame, options: FitOptions) -> pl.Expr:
+    """Outcome code per battle (None = left out by --ties drop / --both-bad drop)."""
+    tie = None if options.ties is Ties.drop else TIE
+    both_bad = None if (options.both_bad is BothBad.drop or tie is None) else TIE
+    return (
+        pl.col("outcome")
+        .replace_strict({"model_a": A_WINS, "model_b": B_WINS, "tie": tie, "both_bad": both_bad}, default=-1, return_dtype=pl.Int8)
+        .alias("_code")
+    )
+
+
+def prepare(frame: pl.DataFrame, options: FitOptions) -> Prepared:
+    """Validate, encode and filter battles; exclude models without a finite MLE (with the reason)."""
+    options = options.resolved()
+    for column in ("model_a", "model_b", "outcome"):
+        if column not in frame.columns:
+            raise InputError(f"battles have no {column!r} column (columns: {', '.join(frame.columns)})")
+    if options.cluster and options.cluster not in frame.columns:
+        raise InputError(f"--cluster {options.cluster!r}: no such column (columns: {', '.join(frame.columns)})")
+    if frame.select(pl.any_horizontal(pl.col("model_a", "model_b", "outcome").is_null().any())).item():
+        raise InputError("some battles have no model_a, model_b or outcome")
+    warnings: list[str] = []
+
+    terms = parse_style(options.style)
+    base = frame.select(
+        pl.col("model_a").cast(pl.String),
+        pl.col("model_b").cast(pl.String),
+        _outcome_codes(frame, options),
+        *([pl.col(options.cluster).alias("_cluster")] if options.cluster else []),
+    )
+    unknown = base.filter(pl.col("_code") == -1)
+    if unknown.height:
+        labels = frame.filter(base["_code"] == -1)["outcome"].unique().to_list()
+        raise InputError(f"{unknown.height} battle(s) have an unknown outcome {labels[:5]}; expected model_a, model_b, tie, both_bad")
+    features, names = _style_matrix(frame, terms) if terms else (pl.DataFrame(), [])
+    if names:
+        base = pl.concat([base, features.rename({n: f"_f{i}" for i, n in enumerate(names)})], how="horizontal")
+
+    keep = pl.col("_code").is_not_null()
+    self_battle = pl.col("model_a") == pl.col("model_b")
+    n_self = base.filter(self_battle).height
+    if n_self:
+        warnings.append(f"{n_self} self-battle(s) (model_a == model_b) left out")
+    missing_features = pl.any_horizontal([pl.col(f"_f{i}").is_null() | pl.col(f"_f{i}").is_nan() for i in range(len(names))]) if names else pl.lit(False)
+    n_missing = base.filter(keep & ~self_battle & missing_features).height
+    if n_missing:
+        warnings.append(f"{n_missing} battle(s) without style features ({', '.join(names)}) left out")
+    base = base.filter(keep & ~self_battle & ~missing_features)
+    if base.height == 0:
+        raise NoDataError("no battles left to fit (after dropping ties / both_bad / self-battles / missing features)")
+
+    models = pl.concat([base["model_a"], base["model_b"]]).unique().sort()
+    enum = pl.Enum(models)
+    a = base["model_a"].cast(enum).to_physical().to_numpy().astype(np.int64)
+    b = base["model_b"].cast(enum).to_physical().to_numpy().astype(np.int64)
+    outcome = base["_code"].to_numpy().astype(np.int8)
+    X = np.ascontiguousarray(base.select([f"_f{i}" for i in range(len(names))]).to_numpy().T, dtype=np.float64) if names else np.zeros((0, a.size))
+    cluster = _cluster_codes(base["_cluster"]) if options.cluster else None
+
+    keep_rows, excluded = _exclude_models(models.to_list(), a, b, outcome, options.min_battles)
+    names_all = models.to_list()
+    if excluded:
+        for e in excluded:
+            warnings.append(f"{e.model} ({e.battles} battle(s)) excluded: {e.reason}")
+        a, b, outcome, X = a[keep_rows], b[keep_rows], outcome[keep_rows], X[:, keep_rows]
+        cluster = cluster[keep_rows] if cluster is not None else None
+        kept = np.zeros(len(names_all), dtype=bool)
+        kept[a] = True
+        kept[b] = True
+        remap = np.cumsum(kept) - 1
+        a, b = remap[a], remap[b]
+        names_all = [m for m, k in zip(names_all, kept) if k]
+    if len(names_all) < 2:
+        raise NoDataError(
+            "fewer than two models left to rank"
+            + (f" (excluded: {', '.join(e.model for e in excluded)}; lower --min-battles?)" if excluded else "")
+        )
+    if options.ties is Ties.davidson and not np.any(outcome == TIE):
+        raise InputError("--ties davidson: these battles have no ties, so the tie parameter cannot be estimated")
+
+    X, names = _finish_features(X, names, options.normalize, warnings)
+    if cluster is not None:
+        cluster = np.unique(cluster, return_inverse=True)[1]
+    return Prepared(
+        models=tuple(names_all), a=a, b=b, outcome=outcome, features=X, feature_names=tuple(names),
+        cluster=cluster, excluded=tuple(excluded), warnings=tuple(warnings),
+    )
+
+
+def _cluster_codes(column: pl.Series) -> np.ndarray:
+    """Integer cluster codes; a battle with no cluster value is a cluster of its own."""
+    codes = column.rank("dense").fill_null(0).cast(pl.Int64).to_numpy().copy()
+    alone = codes == 0
+    codes[alone] = codes.max(initial=0) + 1 + np.arange(int(alone.sum()))
+    return codes
+
+
+def _finish_features(X: np.ndarray, names: list[str], normalize: bool, warnings: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Standardise (mean 0, population sd 1, as FastChat/arena-rank) and drop features with no information."""
+    if not names:
+        return X, names
+    if normalize:
+        mean = X.mean(axis=1, keepdims=True)
+        sd = X.std(axis=1, keepdims=True)
+        informative = sd[:, 0] > 1e-12 * np.maximum(1.0, np.abs(mean[:, 0]))
+        X = (X - mean) / np.where(informative[:, None], sd, 1.0)
+    else:
+        informative = np.any(X != 0, axis=1)
+    for name, ok in zip(names, informative):
+        if not ok:
+            warnings.append(f"style feature {name!r} is constant in these battles (no information): left out")
+    return np.ascontiguousarray(X[informative]), [n for n, ok in zip(names, informative) if ok]
+
+
+def pair_weights(a: np.ndarray, b: np.ndarray, n_models: int) -> np.ndarray:
+    """Inverse pair-frequency weights 1 / max(n_pair, 50), normalised to mean 1 (unordered pairs)."""
+    _, pair = _codes(np.minimum(a, b) * n_models + np.maximum(a, b), n_models * n_models)
+    weight = 1.0 / np.maximum(np.bincount(pair)[pair], REWEIGHT_FLOOR)
+    return weight / weight.mean()
+
+
+# ---------------------------------------------------------------------------------- existence of the MLE
+
+
+def credit_edges(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int) -> np.ndarray:
+    """Directed edges i -> j (as keys i·M + j) where i earned win credit against j: a win, or a tie (both ways)."""
+    a_credit, b_credit = outcome >= TIE, outcome <= TIE
+    keys = np.concatenate([a[a_credit] * n_models + b[a_credit], b[b_credit] * n_models + a[b_credit]])
+    return _codes(keys, n_models * n_models)[0]
+
+
+#: Up to this many models the common case (a strongly connected graph) is checked with dense numpy arrays,
+#: without importing scipy.sparse (a fifth of a second of start-up for every `arena fit`).
+DENSE_GRAPH_LIMIT = 4096
+
+
+def strongly_connected(edges: np.ndarray, n_models: int, involved: np.ndarray) -> bool:
+    """Whether every involved model reaches every other one along credit edges (Zermelo's condition)."""
+    if not involved.any():
+        return True
+    if n_models > DENSE_GRAPH_LIMIT:
+        main, _, _ = mle_components(edges, n_models, involved)
+        return bool(main[involved].all())
+    adjacency = np.zeros((n_models, n_models), dtype=bool)
+    adjacency.flat[edges] = True
+    start = int(np.flatnonzero(involved)[0])
+    return all(_reached(graph, start)[involved].all() for graph in (adjacency, adjacency.T))
+
+
+def _reached(adjacency: np.ndarray, start: int) -> np.ndarray:
+    seen = np.zeros(adjacency.shape[0], dtype=bool)
+    seen[start] = True
+    frontier = seen.copy()
+    while frontier.any():
+        frontier = adjacency[frontier].any(axis=0) & ~seen
+        seen |= frontier
+    return seen
+
+
+def mle_components(edges: np.ndarray, n_models: int, involved: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Split models into the main strongly connected component of the credit graph and the rest.
+
+    The Bradley-Terry MLE is finite exactly for a strongly connected credit graph (Zermelo/Ford). Returns
+    boolean masks (main, above, below): ``above`` models reach the main component but are never reached from
+    it (their scores diverge to +inf), ``below`` the reverse (-inf). Models in neither have no comparison with
+    the main component at all. Only ``involved`` models (those with battles) are considered.
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import breadth_first_order, connected_components
+
+    graph = coo_matrix((np.ones(edges.size), (edges // n_models, edges % n_models)), shape=(n_models, n_models)).tocsr()
+    _, labels = connected_components(graph, directed=True, connection="strong")
+    sizes = np.bincount(labels[involved], minlength=labels.max() + 1)
+    main = labels == int(np.argmax(sizes))  # ties: the component of the lowest model index
+    seed = int(np.flatnonzero(main)[0])
+    reached_from_main = np.zeros(n_models, dtype=bool)
+    reached_from_main[breadth_first_order(graph, seed, directed=True, return_predecessors=False)] = True
+    reaching_main = np.zeros(n_models, dtype=bool)
+    reaching_main[breadth_first_order(graph.T.tocsr(), seed, directed=True, return_predecessors=False)] = True
+    above = involved & ~main & reaching_main & ~reached_from_main
+    below = involved & ~main & reached_from_main & ~reaching_main
+    return main & involved, above, below
+
+
+def _exclude_models(models: list[str], a: np.ndarray, b: np.ndarray, outcome: np.ndarray, min_battles: int) -> tuple[np.ndarray, list[Exclusion]]:
+    """Drop models below ``min_battles`` and models without a finite MLE, repeating until neither remains."""
+    n = len(models)
+    keep = np.ones(a.size, dtype=bool)
+    excluded: list[Exclusion] = []
+    while True:
+        battles = np.bincount(a[keep], minlength=n) + np.bincount(b[keep], minlength=n)
+        involved = battles > 0
+        few = involved & (battles < min_battles)
+        if few.any():
+            excluded += [Exclusion(models[i], int(battles[i]), f"fewer than {min_battles} battles (--min-battles)") for i in np.flatnonzero(few)]
+            keep &= ~few[a] & ~few[b]
+            continue
+        edges = credit_edges(a[keep], b[keep], outcome[keep], n)
+        if strongly_connected(edges, n, involved):
+            return keep, excluded
+        main, above, below = mle_components(edges, n, involved)
+        out = involved & ~main
+        wins = np.bincount(a[keep], weights=outcome[keep] >= TIE, minlength=n) + np.bincount(b[keep], weights=outcome[keep] <= TIE, minlength=n)
+        losses = battles - np.bincount(a[keep], weights=outcome[keep] == A_WINS, minlength=n) - np.bincount(b[keep], weights=outcome[keep] == B_WINS, minlength=n)
+        for i in np.flatnonzero(out):
+            if losses[i] == 0:
+                reason = "it never lost or tied, so its score has no finite maximum-likelihood value"
+            elif wins[i] == 0:
+                reason = "it never won or tied, so its score has no finite maximum-likelihood value"
+            elif above[i] or below[i]:
+                side = "won" if above[i] else "lost"
+                reason = f"its group of models {side} every comparison with the others: no finite score relative to them"
+            else:
+                reason = "it is not connected by battles to the main group of models"
+            excluded.append(Exclusion(models[i], int(battles[i]), reason))
+        keep &= ~out[a] & ~out[b]
+
+
+# ----------------------------------------------------------------------------------------------- designs
+
+
+def _codes(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted unique keys, index of each key among them); a bincount table when the key space is small."""
+    if size <= 1 << 26:
+        present = np.bincount(keys, minlength=size) > 0
+        unique = np.flatnonzero(present)
+        lookup = np.cumsum(present) - 1
+        return unique, lookup[keys]
+    unique, inverse = np.unique(keys, return_inverse=True)
+    return unique, inverse
+
+
+def cells(prepared: Prepared) -> Cells:
+    """The (ordered pair, outcome) cells of the prepared battles, in sorted order."""
+    M = prepared.n_models
+    pair_keys, pair_of_battle = _codes(prepared.a * M + prepared.b, M * M)
+    cell_keys, of_battle = _codes(pair_of_battle * 3 + prepared.outcome, pair_keys.size * 3)
+    return Cells(
+        of_battle=of_battle,
+        size=np.bincount(of_battle, minlength=cell_keys.size).astype(np.float64),
+        pair=cell_keys // 3,
+        outcome=(cell_keys % 3).astype(np.int8),
+        pair_a=pair_keys // M,
+        pair_b=pair_keys % M,
+    )
+
+
+def design(prepared: Prepared, cell_index: Cells, reweight: bool = False) -> Design:
+    """Per-battle rows with features; aggregated rows (cells, or cluster × cell) without.
+
+    ``reweight``: per-battle weights 1 / max(n_pair, 50), normalised to mean 1 (else 1).
+    """
+    weight = pair_weights(prepared.a, prepared.b, prepared.n_models) if reweight else np.ones(prepared.n_battles)
+    if prepared.features.shape[0]:
+        return Design(
+            n_models=prepared.n_models, pair_a=cell_index.pair_a, pair_b=cell_index.pair_b,
+            row_pair=cell_index.pair[cell_index.of_battle], row_outcome=prepared.outcome,
+            row_count=np.ones(prepared.n_battles), row_weight=weight, X=prepared.features,
+            row_cell=cell_index.of_battle, row_cluster=prepared.cluster, aggregated=False,
+        )
+    # Reweighting weights are constant within a pair, so aggregated rows keep them exactly.
+    cell_weight = np.zeros(cell_index.n_cells)
+    cell_weight[cell_index.of_battle] = weight
+    if prepared.cluster is None:
+        row_cell = np.arange(cell_index.n_cells)
+        row_cluster, row_count = None, cell_index.size
+    else:
+        G = int(prepared.cluster.max()) + 1
+        keys, inverse = _codes(prepared.cluster * cell_index.n_cells + cell_index.of_battle, G * cell_index.n_cells)
+        row_cell, row_cluster = keys % cell_index.n_cells, keys // cell_index.n_cells
+        row_count = np.bincount(inverse, minlength=keys.size).astype(np.float64)
+    return Design(
+        n_models=prepared.n_models, pair_a=cell_index.pair_a, pair_b=cell_index.pair_b,
+        row_pair=cell_index.pair[row_cell], row_outcome=cell_index.outcome[row_cell], row_count=row_count,
+        row_weight=cell_weight[row_cell], X=np.zeros((0, row_cell.size)), row_cell=row_cell,
+        row_cluster=row_cluster, aggregated=True,
+    )
+
+
+def record_counts(prepared: Prepared) -> dict[str, np.ndarray]:
+    """Battles, wins, ties and losses per model in the fitted battles."""
+    M = prepared.n_models
+    a, b, o = prepared.a, prepared.b, prepared.outcome
+    battles = np.bincount(a, minlength=M) + np.bincount(b, minlength=M)
+    wins = np.bincount(a[o == A_WINS], minlength=M) + np.bincount(b[o == B_WINS], minlength=M)
+    ties = np.bincount(a[o == TIE], minlength=M) + np.bincount(b[o == TIE], minlength=M)
+    return {"battles": battles, "wins": wins, "ties": ties, "losses": battles - wins - ties}

@@ -1,0 +1,65 @@
+"""The I/O edge of the engine: the battles a fit needs, read from a store or from files, with style features.
+
+Reads only the columns the fit uses: the models and outcome, the cluster column, the user's covariate
+columns, and — when a style term needs LMArena features — the keys and texts the feature code needs
+(``arena_cli.features.attach_features`` uses cached store features and computes the rest). Battles that
+already carry every needed ``<feature>_a``/``<feature>_b`` column (a file with precomputed counts) are used
+as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from arena_cli.models.options import parse_style
+
+
+def _feature_members(term: str) -> tuple[str, ...] | None:
+    """The registry features a style term sums, or None for a user covariate."""
+    from arena_cli.features.registry import BY_NAME, STYLE_GROUPS
+
+    if term in STYLE_GROUPS:
+        return STYLE_GROUPS[term]
+    return (term,) if term in BY_NAME else None
+
+
+def load_fit_battles(
+    sources: Sequence[Path],
+    store: Path | None,
+    styles: Sequence[str],
+    *,
+    cluster: str | None = None,
+    where: str | None = None,
+    models: Sequence[str] | None = None,
+    exclude_models: Sequence[str] | None = None,
+    recipe: str = "default",
+    encoding: str = "cl100k_base",
+) -> pl.DataFrame:
+    """Battles for fitting every style spec in ``styles`` (one for ``arena fit``, several for variants)."""
+    from arena_cli.dataset import load_battles
+    from arena_cli.features.registry import side_columns
+    from arena_cli.schema import META_COLUMNS
+
+    terms = list(dict.fromkeys(t for spec in styles for t in parse_style(spec)))
+    features = sorted({f for t in terms for f in (_feature_members(t) or ())})
+    covariates = [t for t in terms if _feature_members(t) is None]
+    columns = ["model_a", "model_b", "outcome", *([cluster] if cluster else [])]
+    columns += [c for t in covariates for c in (t, *side_columns(t))]
+    feature_columns = [c for f in features for c in side_columns(f)]
+    if features:
+        columns += ["battle_id", "content_hash", *feature_columns]
+        if sources:
+            columns += ["conversation_a", "conversation_b", *META_COLUMNS]
+    battles = load_battles(sources, store, columns=columns, where=where, models=models, exclude_models=exclude_models)
+    if features and not _complete(battles, feature_columns):
+        from arena_cli.features import attach_features
+
+        battles = attach_features(battles, store=None if sources else store, recipe=recipe, encoding=encoding)
+    return battles
+
+
+def _complete(battles: pl.DataFrame, columns: list[str]) -> bool:
+    return all(c in battles.columns for c in columns) and battles.select(pl.col(columns).null_count().sum()).sum_horizontal().item() == 0

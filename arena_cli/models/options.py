@@ -1,0 +1,134 @@
+"""What a fit is asked to do: one frozen :class:`FitOptions`, resolved against a compatibility preset.
+
+Fields left at ``None`` take the default of the chosen ``compat`` preset (or the plain default when there is
+none), so an explicit option always wins over a preset.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from enum import Enum
+
+from arena_cli.errors import InputError
+
+
+class Ties(str, Enum):
+    """How a tie enters the likelihood."""
+
+    half = "half"          # y = 0.5: half a win each way (LMArena)
+    drop = "drop"          # ties are left out
+    davidson = "davidson"  # Davidson's model, with an estimated tie parameter nu
+
+
+class BothBad(str, Enum):
+    """How a ``both_bad`` vote is counted."""
+
+    tie = "tie"    # as a tie (LMArena)
+    drop = "drop"  # left out
+
+
+class CIMethod(str, Enum):
+    sandwich = "sandwich"    # robust (Huber-White) covariance, normal intervals
+    bootstrap = "bootstrap"  # percentile intervals over resamples of battles (or clusters)
+    none = "none"
+
+
+class Solver(str, Enum):
+    newton = "newton"            # exact Newton on sufficient statistics (the default, fast)
+    statsmodels = "statsmodels"  # statsmodels GLM / likelihood models: an independent reference for small data
+
+
+class Compat(str, Enum):
+    arena_rank = "arena-rank"
+
+
+#: Default seed: output is byte-identical across runs unless ``--seed`` changes.
+DEFAULT_SEED = 42
+#: Models with fewer battles than this (after filters) are excluded, with a warning.
+DEFAULT_MIN_BATTLES = 50
+#: Reweighting floor: a pair's weight is 1 / max(n_pair, REWEIGHT_FLOOR) (arena-rank's min_pair_count).
+REWEIGHT_FLOOR = 50
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """Everything that determines a fit's numbers (``workers`` only changes how fast it runs).
+
+    ``style``: ``none``, ``length``, ``markdown``, ``both`` or a comma list of feature groups, per-side
+    features (``<name>_a``/``<name>_b`` columns) or numeric battle columns. ``ridge`` is the L2 penalty
+    (ridge/2)·Σγ² added to the *mean* negative log-likelihood over battles (reweighting weights normalised to
+    mean 1), i.e. arena-rank's ``reg``; on the summed log-likelihood it is (ridge·n/2)·Σγ².
+    """
+
+    style: str = "none"
+    ties: Ties = Ties.half
+    both_bad: BothBad = BothBad.tie
+    normalize: bool = True
+    anchor: tuple[str, float] | None = None
+    reweight: bool | None = None
+    ridge: float | None = None
+    compat: Compat | None = None
+    min_battles: int | None = None
+    ci: CIMethod | None = None
+    rounds: int = 1000
+    seed: int = DEFAULT_SEED
+    confidence: float = 0.95
+    cluster: str | None = None
+    solver: Solver = Solver.newton
+    workers: int | None = None
+
+    def resolved(self) -> FitOptions:
+        """Concrete values for every ``None`` field, from the compat preset or the plain defaults."""
+        styled = parse_style(self.style) != ()
+        if self.compat is Compat.arena_rank:
+            # arena-rank 0.1.1: BradleyTerry (no reweighting, no penalty) for plain fits; ContextualBradleyTerry
+            # (reweighted, reg=1.0 on the mean log-likelihood) with style; sandwich intervals; every model kept.
+            preset = {"reweight": styled, "ridge": 1.0 if styled else 0.0, "ci": CIMethod.sandwich, "min_battles": 1}
+        else:
+            preset = {"reweight": False, "ridge": 0.0, "ci": CIMethod.bootstrap, "min_battles": DEFAULT_MIN_BATTLES}
+        filled = {k: v for k, v in preset.items() if getattr(self, k) is None}
+        out = dataclasses.replace(self, **filled)
+        out.validate()
+        return out
+
+    def validate(self) -> None:
+        if not 0 < self.confidence < 1:
+            raise InputError(f"--confidence {self.confidence}: must be between 0 and 1")
+        if self.rounds < 1:
+            raise InputError(f"--rounds {self.rounds}: must be at least 1")
+        if self.ridge is not None and self.ridge < 0:
+            raise InputError(f"--ridge {self.ridge}: must be >= 0")
+        if self.min_battles is not None and self.min_battles < 1:
+            raise InputError(f"--min-battles {self.min_battles}: must be at least 1")
+        if self.workers is not None and self.workers < 1:
+            raise InputError(f"--workers {self.workers}: must be at least 1")
+        if self.seed < 0:
+            raise InputError(f"--seed {self.seed}: must be >= 0")
+
+
+def parse_style(style: str) -> tuple[str, ...]:
+    """``"both"`` -> its feature groups; ``"length,sentiment"`` -> the names as given; ``"none"`` -> ()."""
+    from arena_cli.features.registry import VARIANTS
+
+    spec = style.strip()
+    if spec in VARIANTS:
+        return tuple(VARIANTS[spec])
+    names = tuple(dict.fromkeys(n.strip() for n in spec.split(",") if n.strip()))
+    if not names:
+        raise InputError(f"--style {style!r}: give none, length, markdown, both or a comma list of features")
+    if "none" in names:
+        raise InputError(f"--style {style!r}: 'none' cannot be combined with features")
+    return names
+
+
+def parse_anchor(text: str) -> tuple[str, float]:
+    """``"mixtral-8x7b-instruct-v0.1=1114"`` -> ("mixtral-8x7b-instruct-v0.1", 1114.0)."""
+    model, sep, score = text.rpartition("=")
+    try:
+        value = float(score)
+    except ValueError:
+        value = None
+    if not sep or not model.strip() or value is None:
+        raise InputError(f"--anchor {text!r}: expected MODEL=SCORE, e.g. mixtral-8x7b-instruct-v0.1=1114")
+    return model.strip(), value

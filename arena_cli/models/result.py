@@ -1,0 +1,142 @@
+"""A fit's result: self-describing (leaderboard, coefficients, settings, draws) and renderable."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+#: The score scale: 1000 + POINTS_PER_LOGIT·β, i.e. 400 points for a factor of 10 in the odds (Elo-like).
+SCORE_OFFSET = 1000.0
+POINTS_PER_LOGIT = 400.0 / np.log(10.0)
+
+LEADERBOARD_COLUMNS = (
+    "rank", "rank_lower", "rank_upper", "model", "score", "score_lower", "score_upper", "battles", "wins", "ties", "losses",
+)
+#: Output rounding (score points, log-odds): far below any meaningful difference, and enough to make the
+#: JSON byte-identical across machines whose floating-point summation orders differ in the last bits.
+SCORE_DECIMALS = 6
+COEF_DECIMALS = 9
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """One fitted leaderboard.
+
+    ``leaderboard`` has exactly :data:`LEADERBOARD_COLUMNS`, sorted by score (descending, then model);
+    ``coefficients`` has ``feature, coef, lower, upper`` (log-odds per standard deviation of each style
+    feature; empty without style). The arrays are indexed like ``models`` (alphabetical): ``beta`` is the
+    natural-scale strength in the Σβ = 0 gauge, ``scores`` the published scores (anchor applied),
+    ``covariance`` the sandwich covariance of (β, γ[, log ν]) (None unless ``ci=sandwich``),
+    ``score_draws``/``gamma_draws``/``rank_draws`` one row per bootstrap round (or per normal draw under the
+    sandwich; None with ``ci=none``).
+    """
+
+    leaderboard: pl.DataFrame
+    coefficients: pl.DataFrame
+    settings: dict[str, Any]
+    models: tuple[str, ...]
+    beta: np.ndarray
+    gamma: np.ndarray
+    feature_names: tuple[str, ...]
+    scores: np.ndarray
+    covariance: np.ndarray | None
+    score_draws: np.ndarray | None
+    gamma_draws: np.ndarray | None
+    rank_draws: np.ndarray | None
+    log_nu: float | None
+    warnings: tuple[str, ...]
+
+    def to_document(self):
+        """The leaderboard and coefficient tables, with the settings as meta.
+
+        People see ``rank [lower, upper]`` and ``score [lower, upper]``; JSON, CSV and parquet carry the
+        columns of :data:`LEADERBOARD_COLUMNS`.
+        """
+        from arena_cli.render.document import Column, Document, Table
+
+        style = self.settings.get("style", "none")
+        title = "Leaderboard" + ("" if style == "none" else f" (style control: {style})")
+        notes = tuple(
+            f"{e['model']} excluded ({e['battles']} battles): {e['reason']}" for e in self.settings.get("excluded", [])
+        )
+        board_layout = (
+            Column("rank", "rank", "rank_lower", "rank_upper"),
+            Column("model", "model"),
+            Column("score", "score", "score_lower", "score_upper", digits=1),
+            *(Column(c, c) for c in ("battles", "wins", "ties", "losses")),
+        )
+        tables = (
+            Table(
+                "leaderboard", self.leaderboard, title=title, notes=notes, layout=board_layout,
+                float_digits={c: 1 for c in ("score", "score_lower", "score_upper")},
+            ),
+            Table(
+                "coefficients", self.coefficients, title="Style coefficients (log-odds per sd of each feature)",
+                float_digits={c: 4 for c in ("coef", "lower", "upper")},
+                layout=(Column("feature", "feature"), Column("coefficient", "coef", "lower", "upper", digits=4)),
+            ),
+        )
+        s = self.settings
+        intervals = "no intervals" if s.get("ci") == "none" else f"{s.get('confidence', 0.95):.0%} {s.get('ci')} intervals"
+        model_name = "Davidson" if s.get("method") == "davidson" else "Bradley-Terry"
+        heading = f"{model_name} fit of {s.get('n_battles', 0):,} battles among {s.get('n_models', 0)} models, {intervals}"
+        return Document(kind="leaderboard", tables=tables, meta=self.settings, title=heading)
+
+    def index(self, model: str) -> int:
+        try:
+            return self.models.index(model)
+        except ValueError:
+            raise KeyError(f"{model!r} is not in this fit") from None
+
+
+def predict_win_prob(result: FitResult, model_a: str | Sequence[str], model_b: str | Sequence[str]) -> float | np.ndarray:
+    """Model-predicted P(model_a beats model_b) with equal style (style differences at their mean, 0).
+
+    Half a tie counts as half a win in the Bradley-Terry fit; under Davidson's model this is the probability
+    of winning a battle that is not a tie.
+    """
+    scalar = isinstance(model_a, str) and isinstance(model_b, str)
+    ia = np.array([result.index(m) for m in ([model_a] if isinstance(model_a, str) else model_a)])
+    ib = np.array([result.index(m) for m in ([model_b] if isinstance(model_b, str) else model_b)])
+    p = 1.0 / (1.0 + np.exp(-(result.beta[ia] - result.beta[ib])))
+    return float(p[0]) if scalar else p
+
+
+def leaderboard_frame(
+    models: Sequence[str],
+    scores: np.ndarray,
+    lower: np.ndarray | None,
+    upper: np.ndarray | None,
+    rank: np.ndarray,
+    rank_lower: np.ndarray | None,
+    rank_upper: np.ndarray | None,
+    records: dict[str, np.ndarray],
+) -> pl.DataFrame:
+    n = len(models)
+
+    def floats(values):
+        return pl.Series(np.round(values, SCORE_DECIMALS) if values is not None else [None] * n, dtype=pl.Float64)
+
+    def ints(values):
+        return pl.Series(values if values is not None else [None] * n, dtype=pl.Int64)
+
+    frame = pl.DataFrame({
+        "rank": ints(rank), "rank_lower": ints(rank_lower), "rank_upper": ints(rank_upper),
+        "model": pl.Series(list(models), dtype=pl.String),
+        "score": floats(scores), "score_lower": floats(lower), "score_upper": floats(upper),
+        **{k: ints(records[k]) for k in ("battles", "wins", "ties", "losses")},
+    })
+    return frame.sort(["score", "model"], descending=[True, False], nulls_last=True)
+
+
+def coefficient_frame(names: Sequence[str], coef: np.ndarray, lower: np.ndarray | None, upper: np.ndarray | None) -> pl.DataFrame:
+    k = len(names)
+
+    def floats(values):
+        return pl.Series(np.round(values, COEF_DECIMALS) if values is not None else [None] * k, dtype=pl.Float64)
+
+    return pl.DataFrame({"feature": pl.Series(list(names), dtype=pl.String), "coef": floats(coef), "lower": floats(lower), "upper": floats(upper)})

@@ -1,0 +1,293 @@
+"""Maximum-likelihood solvers for Bradley-Terry (binomial, ties as y = 0.5) and Davidson's tie model.
+
+Parameterisation: θ = (β_1..β_M, γ_1..γ_k[, τ]). For a battle of models a and b with style differences x,
+the linear predictor is d = β_a − β_b + γ·x.
+
+* Bradley-Terry: P(a wins) = σ(d); a battle with outcome code c ∈ {0, 1, 2} contributes
+  y·d − log(1 + e^d) with y = c/2, so a tie is half a win each way.
+* Davidson: P(a) ∝ e^{d/2}, P(b) ∝ e^{−d/2}, P(tie) ∝ ν = e^τ. β keeps its Bradley-Terry meaning
+  (σ(d) = P(a wins | not a tie)).
+
+The objective is Σ_rows count·weight·loglik − (λ/2)·‖γ‖² with λ = ridge × (number of battles): ``ridge`` is on
+the mean log-likelihood scale (arena-rank's ``reg``), λ on the summed scale. β is identified up to a
+common shift; the solver fixes the gauge Σβ = 0 by adding a rank-one term along the null direction of the
+Hessian, which leaves the Newton step unchanged and makes the system positive definite.
+
+Per-row sums use ``np.bincount`` and ``np.einsum`` rather than BLAS: single-threaded (bootstrap workers run in
+parallel processes and must not oversubscribe the cores) and with a fixed summation order on every machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from arena_cli.models.design import Design
+
+
+@dataclass(frozen=True)
+class Solution:
+    theta: np.ndarray
+    iterations: int
+    loglik: float
+
+
+@dataclass
+class _RowTerms:
+    """Per-row log-likelihood, score and information in the predictor d (and τ for Davidson)."""
+
+    objective: float
+    s_d: np.ndarray
+    h_dd: np.ndarray
+    s_t: np.ndarray | None = None
+    h_dt: np.ndarray | None = None
+    h_tt: np.ndarray | None = None
+
+
+class Problem:
+    """A design with its fixed options; evaluates objective, gradient and information at θ."""
+
+    def __init__(self, design: Design, *, davidson: bool, ridge: float):
+        self.design = design
+        self.davidson = davidson
+        self.ridge = ridge
+        self.M = design.n_models
+        self.k = design.n_features
+        self.n_params = self.M + self.k + int(davidson)
+        self.pair_key = design.pair_a * self.M + design.pair_b
+        self.n_pairs = design.pair_a.size
+        if davidson:
+            self.u = (design.row_outcome.astype(np.float64) - 1.0) / 2.0
+            self.is_tie = (design.row_outcome == 1).astype(np.float64)
+        else:
+            self.y = design.row_outcome * 0.5
+
+    # -- per-row terms ----------------------------------------------------------------------------------
+    def predictor(self, theta: np.ndarray) -> np.ndarray:
+        beta = theta[: self.M]
+        d = (beta[self.design.pair_a] - beta[self.design.pair_b])[self.design.row_pair]
+        if self.k:
+            d = d + np.einsum("k,kn->n", theta[self.M : self.M + self.k], self.design.X)
+        return d
+
+    def ridge_sum(self, count: np.ndarray) -> float:
+        """λ on the summed scale for a resample with these battle counts."""
+        return self.ridge * float(count.sum())
+
+    def terms(self, theta: np.ndarray, cw: np.ndarray, ridge_sum: float) -> _RowTerms:
+        d = self.predictor(theta)
+        penalty = 0.5 * ridge_sum * float(theta[self.M : self.M + self.k] @ theta[self.M : self.M + self.k])
+        if not self.davidson:
+            e = np.exp(-np.abs(d))
+            q = 1.0 / (1.0 + e)
+            p = np.where(d >= 0, q, e * q)  # P(a wins), accurate in both tails
+            loglik = self.y * d - (np.maximum(d, 0.0) + np.log1p(e))
+            return _RowTerms(float(np.einsum("n,n->", cw, loglik)) - penalty, self.y - p, p * (1.0 - p))
+        tau = theta[-1]
+        half = 0.5 * d
+        m = np.maximum(np.abs(half), tau)
+        za, zb, zt = np.exp(half - m), np.exp(-half - m), np.exp(tau - m)
+        z = za + zb + zt
+        pa, pb, pt = za / z, zb / z, zt / z
+        loglik = np.where(self.is_tie > 0, tau, self.u * d) - (m + np.log(z))
+        diff = pa - pb
+        return _RowTerms(
+            objective=float(np.einsum("n,n->", cw, loglik)) - penalty,
+            s_d=self.u - 0.5 * diff,
+            h_dd=0.25 * (pa + pb) - 0.25 * diff * diff,
+            s_t=self.is_tie - pt,
+            h_dt=-0.5 * diff * pt,
+            h_tt=pt * (1.0 - pt),
+        )
+
+    # -- assembly ---------------------------------------------------------------------------------------
+    def _model_sums(self, per_row: np.ndarray) -> np.ndarray:
+        """Σ over rows with model m as a minus Σ with m as b: the β-part of a per-row quantity."""
+        per_pair = np.bincount(self.design.row_pair, per_row, minlength=self.n_pairs)
+        return np.bincount(self.design.pair_a, per_pair, minlength=self.M) - np.bincount(self.design.pair_b, per_pair, minlength=self.M)
+
+    def vector(self, w_d: np.ndarray, w_t: np.ndarray | None) -> np.ndarray:
+        """Σ_rows w_d·∂d/∂θ (+ w_t·∂τ/∂θ): the log-likelihood gradient when w are weighted scores."""
+        out = np.empty(self.n_params)
+        out[: self.M] = self._model_sums(w_d)
+        if self.k:
+            out[self.M : self.M + self.k] = np.einsum("kn,n->k", self.design.X, w_d)
+        if self.davidson:
+            out[-1] = w_t.sum()
+        return out
+
+    def matrix(self, w_dd: np.ndarray, w_dt: np.ndarray | None = None, w_tt: np.ndarray | None = None) -> np.ndarray:
+        """Σ_rows (∂d/∂θ, ∂τ/∂θ) W (∂d/∂θ, ∂τ/∂θ)ᵀ for a per-row symmetric 2×2 W (1×1 without τ).
+
+        With W the information this is the negative Hessian; with W the score outer product, the sandwich meat.
+        The model×model block is a weighted graph Laplacian built from per-pair sums.
+        """
+        M, k = self.M, self.k
+        out = np.zeros((self.n_params, self.n_params))
+        per_pair = np.bincount(self.design.row_pair, w_dd, minlength=self.n_pairs)
+        W = np.bincount(self.pair_key, per_pair, minlength=M * M).reshape(M, M)
+        block = -(W + W.T)
+        block[np.diag_indices(M)] += W.sum(axis=0) + W.sum(axis=1)
+        out[:M, :M] = block
+        if k:
+            weighted = self.design.X * w_dd
+            cross = np.stack([self._model_sums(weighted[j]) for j in range(k)], axis=1)
+            out[:M, M : M + k] = cross
+            out[M : M + k, :M] = cross.T
+            out[M : M + k, M : M + k] = np.einsum("in,jn->ij", weighted, self.design.X)
+        if self.davidson:
+            bt = self._model_sums(w_dt)
+            out[:M, -1] = out[-1, :M] = bt
+            if k:
+                out[M : M + k, -1] = out[-1, M : M + k] = np.einsum("kn,n->k", self.design.X, w_dt)
+            out[-1, -1] = w_tt.sum()
+        return out
+
+    def information(self, terms: _RowTerms, cw: np.ndarray, ridge_sum: float) -> np.ndarray:
+        """Negative Hessian of the objective (penalty included)."""
+        J = self.matrix(cw * terms.h_dd, *((cw * terms.h_dt, cw * terms.h_tt) if self.davidson else ()))
+        if self.k:
+            J[self.M : self.M + self.k, self.M : self.M + self.k] += ridge_sum * np.eye(self.k)
+        return J
+
+    def gradient(self, theta: np.ndarray, terms: _RowTerms, cw: np.ndarray, ridge_sum: float) -> np.ndarray:
+        """Gradient of the objective (penalty included)."""
+        g = self.vector(cw * terms.s_d, cw * terms.s_t if self.davidson else None)
+        g[self.M : self.M + self.k] -= ridge_sum * theta[self.M : self.M + self.k]
+        return g
+
+
+def gauge_fixed(J: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """J plus c·vvᵀ with v the indicator of active models: positive definite, same solution on Σβ = 0.
+
+    Restricted to the active parameters (inactive models have no battles in this fit).
+    """
+    M = active.size
+    keep = np.concatenate([active, np.ones(J.shape[0] - M, dtype=bool)])
+    sub = J[np.ix_(keep, keep)].copy()
+    m = int(active.sum())
+    scale = max(float(np.trace(sub[:m, :m])) / m, 1e-12)
+    sub[:m, :m] += scale / m
+    return sub, keep
+
+
+def newton(
+    problem: Problem,
+    count: np.ndarray,
+    *,
+    theta0: np.ndarray | None = None,
+    active: np.ndarray | None = None,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+) -> Solution:
+    """Damped Newton to the maximum of the objective; stops once a full step moves no parameter by ``tol``.
+
+    ``count`` is the number of battles per row (a bootstrap resample changes it); ``active`` marks the models
+    to fit (others must have zero counts); their β stay 0.
+    """
+    design = problem.design
+    cw = count * design.row_weight
+    ridge_sum = problem.ridge_sum(count)
+    active = np.ones(problem.M, dtype=bool) if active is None else active
+    if theta0 is None:
+        theta = np.zeros(problem.n_params)
+        if problem.davidson:
+            tie_share = float(cw[design.row_outcome == 1].sum()) / float(cw.sum())
+            theta[-1] = np.log(2.0 * tie_share / (1.0 - tie_share))  # ν giving that tie share at d = 0
+    else:
+        theta = theta0.copy()
+        theta[: problem.M][~active] = 0.0
+    terms = problem.terms(theta, cw, ridge_sum)
+    for iteration in range(1, max_iter + 1):
+        g = problem.gradient(theta, terms, cw, ridge_sum)
+        J, keep = gauge_fixed(problem.information(terms, cw, ridge_sum), active)
+        try:
+            step_free = np.linalg.solve(J, g[keep])
+        except np.linalg.LinAlgError:
+            step_free = np.linalg.lstsq(J, g[keep], rcond=None)[0]
+        step = np.zeros_like(theta)
+        step[keep] = step_free
+        slack = 1e-12 * (1.0 + abs(terms.objective))
+        length = 1.0
+        while True:
+            trial = theta + length * step
+            trial_terms = problem.terms(trial, cw, ridge_sum)
+            if trial_terms.objective >= terms.objective - slack or length < 1e-8:
+                break
+            length *= 0.5
+        theta, terms = trial, trial_terms
+        if np.max(np.abs(length * step)) < tol:
+            break
+    beta = theta[: problem.M]
+    beta[active] -= beta[active].mean()
+    return Solution(theta=theta, iterations=iteration, loglik=terms.objective)
+
+
+# ------------------------------------------------------------------------------ statsmodels (reference)
+
+
+def statsmodels_fit(problem: Problem, count: np.ndarray, active: np.ndarray | None = None) -> Solution:
+    """The same fit by statsmodels: GLM Binomial for Bradley-Terry, a generic likelihood model for Davidson or a
+    ridge penalty (numerical derivatives). Builds a dense design matrix: for small data and cross-checks."""
+    import warnings
+
+    design = problem.design
+    cw = count * design.row_weight
+    ridge_sum = problem.ridge_sum(count)
+    rows = np.flatnonzero(cw > 0)
+    M, k = problem.M, problem.k
+    fitted = np.flatnonzero(np.ones(M, dtype=bool) if active is None else active)
+    # the first fitted model is the reference (β = 0) in statsmodels' parameterisation; Σβ = 0 is restored after
+    column = np.full(M, -1)
+    column[fitted[1:]] = np.arange(fitted.size - 1)
+    n_models = fitted.size - 1
+    Z = np.zeros((rows.size, n_models + k))
+    for model, sign in ((design.pair_a[design.row_pair[rows]], 1.0), (design.pair_b[design.row_pair[rows]], -1.0)):
+        hit = column[model] >= 0
+        Z[np.flatnonzero(hit), column[model[hit]]] += sign
+    if k:
+        Z[:, n_models:] = design.X[:, rows].T
+    outcome = design.row_outcome[rows]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if not problem.davidson and ridge_sum == 0:
+            import statsmodels.api as sm
+
+            model = sm.GLM(outcome * 0.5, Z, family=sm.families.Binomial(), freq_weights=cw[rows])
+            params = model.fit(method="newton", tol=1e-14, maxiter=200, disp=0).params
+        else:
+            params = _generic_fit(problem, Z, n_models, outcome, cw[rows], ridge_sum)
+    theta = np.zeros(problem.n_params)
+    theta[fitted[1:]] = params[:n_models]
+    theta[fitted] -= theta[fitted].mean()
+    theta[M:] = params[n_models:]
+    return Solution(theta=theta, iterations=0, loglik=problem.terms(theta, cw, ridge_sum).objective)
+
+
+def _generic_fit(problem: Problem, Z: np.ndarray, first_style: int, outcome: np.ndarray, weight: np.ndarray, ridge_sum: float) -> np.ndarray:
+    """Penalised Bradley-Terry or Davidson by statsmodels' GenericLikelihoodModel (its own numerical derivatives)."""
+    from statsmodels.base.model import GenericLikelihoodModel
+
+    n_linear = Z.shape[1]
+
+    class Pairwise(GenericLikelihoodModel):
+        def loglike(self, params):
+            d = Z @ params[:n_linear]
+            gamma = params[first_style:n_linear]
+            penalty = 0.5 * ridge_sum * float(gamma @ gamma)
+            if not problem.davidson:
+                return float(weight @ (outcome * 0.5 * d - np.logaddexp(0.0, d))) - penalty
+            tau = params[-1]
+            log_z = np.logaddexp(np.logaddexp(0.5 * d, -0.5 * d), tau)
+            own = np.where(outcome == 2, 0.5 * d, np.where(outcome == 0, -0.5 * d, tau))
+            return float(weight @ (own - log_z)) - penalty
+
+    start = np.zeros(n_linear + int(problem.davidson))
+    if problem.davidson:
+        share = float(weight @ (outcome == 1)) / float(weight.sum())
+        start[-1] = np.log(2.0 * share / (1.0 - share))
+    model = Pairwise(outcome.astype(np.float64), Z)
+    result = model.fit(start_params=start, method="bfgs", maxiter=5000, gtol=1e-9, disp=0)
+    result = model.fit(start_params=result.params, method="newton", maxiter=50, tol=1e-12, disp=0)
+    return np.asarray(result.params)

@@ -1,0 +1,114 @@
+"""What people see of a table: text cells built once from a table's layout, shared by the table, markdown
+and html renderers so the three agree cell for cell (each renderer only adds its own emphasis and colour)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from arena_cli.render.document import Column, Table
+
+MISSING = "—"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One shown cell. ``text`` is the plain form written to files (``+3``, ``3 [2, 5]``); a change cell
+    also carries its ``direction`` (sign) and ``magnitude`` (unsigned text) so a terminal can draw arrows."""
+
+    text: str
+    change: bool = False
+    direction: int = 0
+    magnitude: str = ""
+    strong: bool = False
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A whole table as people see it: headers, which columns are numeric (right-aligned), rows of cells."""
+
+    headers: list[str]
+    numeric: list[bool]
+    rows: list[list[Cell]]
+
+
+def json_value(value: Any) -> Any:
+    """A JSON-safe copy: non-finite floats become null, dates ISO strings, tuples lists."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return value
+
+
+def rounded(table: Table) -> pl.DataFrame:
+    """The frame with float columns rounded to the table's ``float_digits`` (text formats only)."""
+    frame = table.frame
+    exprs = [pl.col(c).round(d) for c, d in table.float_digits.items() if c in frame.columns and frame.schema[c].is_float()]
+    return frame.with_columns(exprs) if exprs else frame
+
+
+def plain_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """Nested columns (lists, structs) as JSON text, so flat formats can hold them."""
+    nested = [c for c, t in frame.schema.items() if t.is_nested()]
+    if not nested:
+        return frame
+    return frame.with_columns(pl.col(c).map_elements(lambda v: json.dumps(json_value(v)), return_dtype=pl.String) for c in nested)
+
+
+def plain_text(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
+
+
+def _number(value: Any, digits: int | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return MISSING
+    if isinstance(value, float) and digits is not None:
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _change(value: Any, digits: int | None, strong: bool) -> Cell:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return Cell(MISSING, strong=strong)
+    magnitude = _number(abs(value), digits)
+    direction = 0 if float(magnitude) == 0 else (1 if value > 0 else -1)
+    sign = {1: "+", -1: "-", 0: ""}[direction]
+    return Cell(sign + magnitude, change=True, direction=direction, magnitude=magnitude, strong=strong)
+
+
+def _column_cells(frame: pl.DataFrame, column: Column, digits: int | None) -> list[Cell]:
+    values = frame[column.value].to_list()
+    strong = frame[column.strong].fill_null(False).to_list() if column.strong else [False] * len(values)
+    if column.change:
+        return [_change(v, digits, s) for v, s in zip(values, strong)]
+    texts = [_number(v, digits) for v in values]
+    if column.lower and column.upper:
+        bounds = zip(frame[column.lower].to_list(), frame[column.upper].to_list())
+        texts = [t if t == MISSING else f"{t} [{_number(lo, digits)}, {_number(hi, digits)}]" for t, (lo, hi) in zip(texts, bounds)]
+    return [Cell(t, strong=s) for t, s in zip(texts, strong)]
+
+
+def shown(table: Table) -> Shown:
+    """The table as people see it: its ``layout`` when given, else every column of the rounded frame."""
+    if not table.layout:
+        frame = plain_frame(rounded(table))
+        rows = [[Cell(plain_text(v)) for v in row] for row in frame.iter_rows()]
+        return Shown(list(frame.columns), [t.is_numeric() for t in frame.schema.values()], rows)
+    frame = table.frame
+    columns = [
+        _column_cells(frame, c, c.digits if c.digits is not None else table.float_digits.get(c.value))
+        for c in table.layout
+    ]
+    numeric = [frame.schema[c.value].is_numeric() for c in table.layout]
+    return Shown([c.header for c in table.layout], numeric, [list(row) for row in zip(*columns)] if columns else [])

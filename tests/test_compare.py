@@ -1,0 +1,221 @@
+"""Variants side by side and leaderboard-vs-leaderboard comparison, on hand-built leaderboards."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from arena_cli import compare
+from arena_cli.errors import InputError
+from arena_cli.render import Document, OutputFormat, Table, render
+from tests import compare_fixtures as fx
+
+
+def comparison(**kwargs) -> compare.VariantComparison:
+    return compare.compare_variants(fx.leaderboards(), fx.all_coefficients(), fx.VARIANTS, **kwargs)
+
+
+# ----------------------------------------------------------------------------------------------- variants
+
+
+def test_parse_variants_default_and_custom_sets():
+    assert compare.parse_variants(compare.DEFAULT_VARIANTS) == {"none": "none", "length": "length", "markdown": "markdown", "both": "both"}
+    assert compare.parse_variants("none, length+bold, lb=length + list") == {"none": "none", "length+bold": "length,bold", "lb": "length,list"}
+
+
+@pytest.mark.parametrize("text", ["", " , ", "none,none", "x=", "=length"])
+def test_parse_variants_rejects_bad_lists(text):
+    with pytest.raises(InputError):
+        compare.parse_variants(text)
+
+
+def test_rank_diff_changes_are_baseline_minus_variant_and_sorted_by_last_variant():
+    diff = comparison().rank_diff
+    assert diff["model"].to_list() == ["charlie", "bravo", "delta", "alpha", "foxtrot", "echo"]
+    row = diff.filter(pl.col("model") == "alpha").row(0, named=True)
+    assert (row["rank_none"], row["rank_both"], row["rank_change_both"]) == (1, 4, -3)
+    charlie = diff.filter(pl.col("model") == "charlie").row(0, named=True)
+    assert charlie["rank_change_both"] == 2 and charlie["rank_change_length"] == 2
+    assert "rank_change_none" not in diff.columns and "shifted_none" not in diff.columns
+    assert diff.schema["rank_change_both"] == pl.Int64  # unsigned engine ranks must not wrap around
+
+
+def test_shift_is_significant_only_when_intervals_do_not_overlap():
+    diff = comparison().rank_diff
+    shifted = {v: set(diff.filter(pl.col(f"shifted_{v}"))["model"]) for v in ("length", "markdown", "both")}
+    # alpha: [1, 2] under none, [3, 5] under both; foxtrot: [6, 6] then [5, 5] under length.
+    assert shifted == {"length": {"foxtrot"}, "markdown": set(), "both": {"alpha"}}
+
+
+def test_rank_diff_sort_options():
+    assert comparison(sort_by="model").rank_diff["model"].to_list() == sorted(fx.MODELS)
+    assert comparison(sort_by="none").rank_diff["model"].to_list() == ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+    with pytest.raises(InputError, match="--sort"):
+        comparison(sort_by="nope")
+    with pytest.raises(InputError, match="--baseline"):
+        comparison(baseline="nope")
+
+
+def test_coefficient_table_is_the_seed_shape():
+    coefs = comparison().coefficients
+    assert coefs["variant"].to_list() == ["length", "markdown", "both"]
+    assert [c for c in coefs.columns if not c.endswith(("_lower", "_upper"))] == ["variant", "length", "header", "list", "bold"]
+    both = coefs.filter(pl.col("variant") == "both").row(0, named=True)
+    assert (both["length"], both["length_lower"], both["length_upper"]) == (0.249, 0.200, 0.298)
+    assert coefs.filter(pl.col("variant") == "length")["header"].to_list() == [None]
+
+
+def test_coefficient_table_without_style_variants_is_empty():
+    frame = compare.coefficient_frame({"none": fx.coefficients("none")})
+    assert frame.height == 0 and frame.columns == ["variant"]
+
+
+def test_highlights_list_significant_shifts_and_top_k_moves():
+    lights = comparison(top_k=2).highlights
+    rows = set(lights.select("variant", "model", "change").iter_rows())
+    assert ("both", "alpha", "significant drop") in rows
+    assert ("length", "foxtrot", "significant rise") in rows
+    assert ("both", "charlie", "entered top 2") in rows and ("both", "alpha", "left top 2") in rows
+    assert ("length", "charlie", "entered top 2") in rows and ("length", "alpha", "left top 2") in rows
+    assert not any(v == "none" for v, _, _ in rows)
+
+
+def test_top_k_must_be_positive():
+    with pytest.raises(InputError, match="--top-k"):
+        comparison(top_k=0)
+
+
+def test_diff_document_has_three_tables_and_plain_changes_in_markdown():
+    doc = comparison().to_document()
+    assert [t.name for t in doc.tables] == ["rank_diff", "coefficients", "highlights"]
+    markdown = render(doc, OutputFormat.markdown).decode()
+    assert "| alpha | 1 [1, 2] | 1120.0 |" in markdown
+    assert "**-3**" in markdown  # alpha's significant drop under both, in bold
+    assert "↑" not in markdown and "↓" not in markdown
+
+
+def test_json_is_deterministic_and_keeps_full_precision():
+    first = render(comparison().to_document(), OutputFormat.json)
+    assert first == render(comparison().to_document(), OutputFormat.json)
+    payload = json.loads(first)
+    assert payload["kind"] == "diff" and payload["meta"]["baseline"] == "none"
+    assert payload["tables"]["coefficients"][0]["length"] == 0.267
+
+
+# ------------------------------------------------------------------------------------ two leaderboards
+
+
+def changes(old="none", new="both") -> pl.DataFrame:
+    return compare.leaderboard_changes(fx.leaderboard(old), fx.leaderboard(new))
+
+
+def test_changes_mark_entered_and_left_models():
+    old = fx.leaderboard("none").filter(pl.col("model") != "echo")
+    new = fx.leaderboard("both").filter(pl.col("model") != "alpha")
+    frame = compare.leaderboard_changes(old, new)
+    status = dict(frame.select("model", "status").iter_rows())
+    assert status["echo"] == "entered" and status["alpha"] == "left" and status["bravo"] == "kept"
+    assert frame["model"].to_list()[-1] == "alpha"  # models that left come last
+
+
+def test_changes_beyond_intervals():
+    frame = changes()
+    alpha = frame.filter(pl.col("model") == "alpha").row(0, named=True)
+    assert alpha["rank_change"] == -3 and alpha["rank_beyond_interval"] is True
+    assert alpha["score_change"] == -110.0 and alpha["score_beyond_interval"] is True
+    bravo = frame.filter(pl.col("model") == "bravo").row(0, named=True)
+    assert bravo["rank_beyond_interval"] is False and bravo["score_beyond_interval"] is False
+
+
+@pytest.mark.parametrize(
+    ("text", "gate"),
+    [("rank-shift=3", compare.Gate("rank-shift", 3.0)), ("score-shift=12.5", compare.Gate("score-shift", 12.5)),
+     ("top-k-change=5", compare.Gate("top-k-change", 5.0)), ("significant-shift", compare.Gate("significant-shift")),
+     (" models-changed ", compare.Gate("models-changed"))],
+)
+def test_parse_gate(text, gate):
+    assert compare.parse_gate(text) == gate
+
+
+@pytest.mark.parametrize("text", ["rank-shift", "rank-shift=0", "rank-shift=1.5", "top-k-change=x", "models-changed=1", "drift=2", "score-shift=-1"])
+def test_parse_gate_rejects(text):
+    with pytest.raises(InputError, match="--fail-on"):
+        compare.parse_gate(text)
+
+
+def met(gate: str, old="none", new="both") -> tuple[bool, str]:
+    table = compare.evaluate_gates([compare.parse_gate(gate)], changes(old, new))
+    return table["met"][0], table["models"][0]
+
+
+def test_gate_rank_shift_threshold_is_inclusive():
+    assert met("rank-shift=3") == (True, "alpha 1→4")
+    assert met("rank-shift=4") == (False, "")
+
+
+def test_gate_score_shift():
+    hit, models = met("score-shift=160")
+    assert hit and models == "foxtrot +160.0, echo -165.0"  # in new leaderboard order
+    assert not met("score-shift=166")[0]
+
+
+def test_gate_top_k_change_ignores_reorders_within_the_top():
+    # none -> both: top 2 {alpha, bravo} -> {charlie, bravo}.
+    assert met("top-k-change=2") == (True, "+charlie, -alpha")
+    # markdown -> none: top 3 {alpha, charlie, bravo} in another order -> same set.
+    assert met("top-k-change=3", old="markdown", new="none") == (False, "")
+
+
+def test_gate_significant_shift_and_models_changed():
+    assert met("significant-shift") == (True, "alpha 1→4")
+    assert met("significant-shift", old="none", new="markdown") == (False, "")
+    assert met("models-changed") == (False, "")
+    frame = compare.leaderboard_changes(fx.leaderboard("none"), fx.leaderboard("both").filter(pl.col("model") != "echo"))
+    table = compare.evaluate_gates([compare.parse_gate("models-changed")], frame)
+    assert table.row(0) == ("models-changed", True, "-echo")
+
+
+def test_comparison_document_and_summary():
+    result = compare.compare_leaderboards(fx.leaderboard("none"), fx.leaderboard("both"), [compare.parse_gate("rank-shift=2")], "last week", "this week")
+    assert result.failed == ["rank-shift=2"]
+    summary = result.summary()
+    assert summary["largest_rank_shift"] == 3 and summary["significant_shifts"] == 1 and summary["entered"] == []
+    doc = result.to_document()
+    assert [t.name for t in doc.tables] == ["changes", "gates"]
+    assert json.loads(render(doc, OutputFormat.json))["meta"]["summary"]["failed_gates"] == ["rank-shift=2"]
+
+
+def _fit_document(board: pl.DataFrame) -> Document:
+    return Document("fit", (Table("leaderboard", board), Table("coefficients", fx.coefficients("length"))), meta={"settings": {"style": "length", "seed": 1}})
+
+
+def test_load_leaderboard_round_trips_fit_outputs(tmp_path):
+    board = fx.leaderboard("length")
+    (tmp_path / "fit.json").write_bytes(render(_fit_document(board), OutputFormat.json))
+    (tmp_path / "fit.parquet").write_bytes(render(_fit_document(board), OutputFormat.parquet))
+    (tmp_path / "fit.csv").write_bytes(render(_fit_document(board), OutputFormat.csv))
+    expected = board.select(compare.LEADERBOARD_COLUMNS).with_columns(pl.col("rank", "rank_lower", "rank_upper").cast(pl.Int64))
+    for name in ("fit.json", "fit.parquet", "fit.csv"):
+        frame, settings = compare.load_leaderboard(tmp_path / name)
+        assert frame.equals(expected), name
+    assert compare.load_leaderboard(tmp_path / "fit.json")[1] == {"style": "length", "seed": 1}
+
+
+def test_load_leaderboard_errors(tmp_path):
+    with pytest.raises(InputError, match="no such leaderboard"):
+        compare.load_leaderboard(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(InputError, match="cannot read"):
+        compare.load_leaderboard(tmp_path / "bad.json")
+    (tmp_path / "other.json").write_text(json.dumps({"tables": {"x": [{"a": 1}]}}))
+    with pytest.raises(InputError, match="no leaderboard table"):
+        compare.load_leaderboard(tmp_path / "other.json")
+    (tmp_path / "board.txt").write_text("x")
+    with pytest.raises(InputError, match=r"\.json, \.parquet or \.csv"):
+        compare.load_leaderboard(tmp_path / "board.txt")
+
+
+def test_settings_mismatch():
+    assert compare.settings_mismatch({"style": "none", "ties": "half"}, {"style": "both", "ties": "half"}) == ["style"]

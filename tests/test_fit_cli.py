@@ -1,0 +1,134 @@
+"""`arena fit` through the CLI: formats, options, determinism, errors and exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from sim_battles import simulate
+from typer.testing import CliRunner
+
+from arena_cli.cli import app
+from arena_cli.models import LEADERBOARD_COLUMNS
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def votes(tmp_path_factory):
+    """A parquet vote log with per-side style counts and a user covariate."""
+    frame, _ = simulate(4000, 6, seed=2, gamma={"length": 0.6}, n_judges=20)
+    frame = frame.with_columns(
+        (pl.col("tokens_a").log() - pl.col("tokens_b").log()).alias("log_length_ratio"),
+        pl.when(pl.int_range(pl.len()) % 3 == 0).then(pl.lit("English")).otherwise(pl.lit("German")).alias("language"),
+    )
+    path = tmp_path_factory.mktemp("votes") / "votes.parquet"
+    frame.write_parquet(path)
+    return path
+
+
+def run(*args, ok=True):
+    result = runner.invoke(app, ["fit", *map(str, args)])
+    if ok:
+        assert result.exit_code == 0, result.output
+    return result
+
+
+def test_json_document_shape(votes, tmp_path):
+    out = tmp_path / "fit.json"
+    run(votes, "--style", "length", "--rounds", "30", "--workers", "1", "-o", out)
+    document = json.loads(out.read_text())
+    assert list(document) == ["schema_version", "kind", "meta", "tables"]
+    assert document["kind"] == "leaderboard"
+    assert list(document["tables"]) == ["leaderboard", "coefficients"]
+    rows = document["tables"]["leaderboard"]
+    assert list(rows[0]) == list(LEADERBOARD_COLUMNS)
+    assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
+    assert document["tables"]["coefficients"][0]["feature"] == "length"
+    meta = document["meta"]
+    assert meta["style"] == "length" and meta["ci"] == "bootstrap" and meta["rounds"] == 30 and meta["seed"] == 42
+    assert meta["n_battles"] == 4000 and meta["filters"] == {"where": None, "models": None, "exclude_models": None}
+    assert {"arena_cli", "numpy", "polars"} <= set(meta["versions"])
+
+
+def test_output_is_byte_identical_across_runs_and_workers(votes, tmp_path):
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    run(votes, "--rounds", "40", "--workers", "1", "-o", first)
+    run(votes, "--rounds", "40", "--workers", "2", "-o", second)
+    assert first.read_bytes() == second.read_bytes()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "markdown", "table"])
+def test_text_formats_on_stdout(votes, fmt):
+    result = run(votes, "--style", "length", "--ci", "sandwich", "--format", fmt)
+    assert "model-00" in result.stdout
+    if fmt == "csv":
+        assert result.stdout.splitlines()[0] == ",".join(LEADERBOARD_COLUMNS)
+    else:
+        assert "length" in result.stdout  # the coefficients table beneath the leaderboard
+
+
+def test_parquet_output_from_extension(votes, tmp_path):
+    out = tmp_path / "board.parquet"
+    run(votes, "--ci", "none", "-o", out)
+    board = pl.read_parquet(out)
+    assert board.columns == list(LEADERBOARD_COLUMNS)
+    assert board["score_lower"].is_null().all() and board["rank"].to_list() == list(range(1, 7))
+
+
+def test_filters_anchor_and_covariates(votes, tmp_path):
+    out = tmp_path / "fit.json"
+    run(votes, "--where", "language = 'English'", "--exclude-models", "model-005", "--anchor", "model-000=1114",
+        "--style", "log_length_ratio", "--ci", "sandwich", "-o", out)
+    document = json.loads(out.read_text())
+    rows = {r["model"]: r for r in document["tables"]["leaderboard"]}
+    assert "model-005" not in rows and rows["model-000"]["score"] == 1114.0
+    assert rows["model-000"]["score_lower"] == rows["model-000"]["score_upper"] == 1114.0  # the anchor is exact
+    assert document["meta"]["n_battles"] < 4000 / 2
+    assert document["meta"]["anchor"] == {"model": "model-000", "score": 1114.0}
+    assert document["tables"]["coefficients"][0]["feature"] == "log_length_ratio"
+    kept = tmp_path / "kept.json"
+    run(votes, "--models", "model-001,model-002,model-003", "--ci", "none", "-o", kept)
+    assert {r["model"] for r in json.loads(kept.read_text())["tables"]["leaderboard"]} == {"model-001", "model-002", "model-003"}
+
+
+def test_davidson_and_compat_settings(votes, tmp_path):
+    out = tmp_path / "fit.json"
+    run(votes, "--ties", "davidson", "--ci", "sandwich", "-o", out)
+    meta = json.loads(out.read_text())["meta"]
+    assert meta["method"] == "davidson" and meta["tie_parameter"]["lower"] < meta["tie_parameter"]["nu"] < meta["tie_parameter"]["upper"]
+    compat = tmp_path / "compat.json"
+    run(votes, "--style", "both", "--compat", "arena-rank", "-o", compat)
+    meta = json.loads(compat.read_text())["meta"]
+    assert (meta["compat"], meta["ridge"], meta["reweight"], meta["ci"], meta["min_battles"]) == ("arena-rank", 1.0, True, "sandwich", 1)
+
+
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (["--style", "sparkle"], 3, "sparkle"),
+        (["--anchor", "nobody=1000", "--ci", "none"], 3, "--anchor"),
+        (["--anchor", "model-000"], 3, "MODEL=SCORE"),
+        (["--where", "language = 'Klingon'"], 6, "no battles"),
+        (["--min-battles", "100000", "--ci", "none"], 6, "fewer than two models"),
+        (["--cluster", "nope"], 3, "--cluster"),
+        (["--confidence", "1.5"], 3, "--confidence"),
+    ],
+)
+def test_errors_have_messages_and_exit_codes(votes, args, code, message):
+    result = run(votes, *args, ok=False)
+    assert result.exit_code == code, result.output
+    assert message in result.output
+
+
+def test_warnings_go_to_stderr_not_into_the_data(tmp_path):
+    frame = pl.DataFrame({
+        "model_a": ["a", "b", "c", "a", "d"] * 30, "model_b": ["b", "c", "a", "c", "a"] * 30,
+        "outcome": ["model_a", "model_a", "model_a", "tie", "model_b"] * 30,
+    })
+    path = tmp_path / "few.csv"
+    frame.head(148).write_csv(path)
+    result = run(path, "--ci", "none", "--format", "csv")
+    assert "d (29 battle(s)) excluded" in result.stderr
+    assert "excluded" not in result.stdout

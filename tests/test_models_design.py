@@ -1,0 +1,219 @@
+"""Battles -> fit arrays: outcome coding, style features, weights, exclusions, sufficient statistics."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arena_cli.errors import InputError, NoDataError
+from arena_cli.models import design as D
+from arena_cli.models.options import BothBad, FitOptions, Ties, parse_anchor, parse_style
+
+
+def frame(rows, **extra):
+    data = {"model_a": [r[0] for r in rows], "model_b": [r[1] for r in rows], "outcome": [r[2] for r in rows]}
+    data.update(extra)
+    return pl.DataFrame(data)
+
+
+ROUND_ROBIN = [("a", "b", "model_a"), ("b", "c", "model_a"), ("c", "a", "model_a"), ("a", "c", "tie"), ("b", "a", "both_bad")]
+
+
+def test_outcome_codes_and_tie_rules():
+    half = D.prepare(frame(ROUND_ROBIN), FitOptions(min_battles=1))
+    assert half.models == ("a", "b", "c")
+    assert half.outcome.tolist() == [2, 2, 2, 1, 1]
+    drop_bb = D.prepare(frame(ROUND_ROBIN), FitOptions(min_battles=1, both_bad=BothBad.drop))
+    assert drop_bb.n_battles == 4
+    drop_ties = D.prepare(frame(ROUND_ROBIN + [("b", "a", "model_a")]), FitOptions(min_battles=1, ties=Ties.drop))
+    assert sorted(drop_ties.outcome.tolist()) == [2, 2, 2, 2]  # both_bad goes with the ties
+
+
+def test_bad_outcomes_and_missing_columns_are_input_errors():
+    with pytest.raises(InputError, match="unknown outcome"):
+        D.prepare(frame([("a", "b", "left")]), FitOptions(min_battles=1))
+    with pytest.raises(InputError, match="no model_a, model_b or outcome"):
+        D.prepare(frame([("a", "b", None), ("a", "b", "tie")]), FitOptions(min_battles=1))
+    with pytest.raises(InputError, match="no 'outcome' column"):
+        D.prepare(pl.DataFrame({"model_a": ["a"], "model_b": ["b"]}), FitOptions())
+    with pytest.raises(InputError, match="--cluster"):
+        D.prepare(frame(ROUND_ROBIN), FitOptions(cluster="judge"))
+
+
+def test_self_battles_are_left_out_with_a_warning():
+    prepared = D.prepare(frame(ROUND_ROBIN + [("a", "a", "tie")]), FitOptions(min_battles=1))
+    assert prepared.n_battles == 5
+    assert any("self-battle" in w for w in prepared.warnings)
+
+
+def test_min_battles_excludes_iteratively_with_reasons():
+    rows = ROUND_ROBIN * 3 + [("a", "d", "model_b"), ("d", "b", "tie")]
+    prepared = D.prepare(frame(rows), FitOptions(min_battles=3))
+    assert prepared.models == ("a", "b", "c")
+    assert [e.model for e in prepared.excluded] == ["d"]
+    assert "fewer than 3 battles" in prepared.excluded[0].reason
+    with pytest.raises(NoDataError, match="fewer than two models"):
+        D.prepare(frame(rows), FitOptions(min_battles=100))
+
+
+@pytest.mark.parametrize(
+    "extra, model, reason",
+    [
+        ([("d", "a", "model_a"), ("d", "b", "model_a")], "d", "never lost"),
+        ([("d", "a", "model_b"), ("b", "d", "model_a")], "d", "never won"),
+        ([("d", "e", "model_a"), ("e", "d", "model_a")], "d", "not connected"),
+    ],
+)
+def test_models_without_a_finite_mle_are_excluded(extra, model, reason):
+    prepared = D.prepare(frame(ROUND_ROBIN + extra), FitOptions(min_battles=1))
+    assert model not in prepared.models
+    excluded = {e.model: e.reason for e in prepared.excluded}
+    assert reason in excluded[model]
+
+
+def test_a_group_that_only_wins_is_excluded_as_a_group():
+    # d and e beat each other, and both beat a: their joint strength relative to {a, b, c} is unbounded
+    extra = [("d", "e", "model_a"), ("e", "d", "model_a"), ("d", "a", "model_a"), ("e", "b", "model_a")]
+    prepared = D.prepare(frame(ROUND_ROBIN + extra), FitOptions(min_battles=1))
+    assert prepared.models == ("a", "b", "c")
+    assert all("won every comparison" in e.reason for e in prepared.excluded)
+
+
+def test_style_transform_is_lmarenas_then_population_zscore():
+    tokens_a, tokens_b = [10, 100, 5, 0, 50], [30, 100, 0, 7, 20]
+    battles = frame(ROUND_ROBIN, tokens_a=tokens_a, tokens_b=tokens_b)
+    raw = (np.array(tokens_a) - np.array(tokens_b)) / (np.array(tokens_a) + np.array(tokens_b) + 1.0)
+    prepared = D.prepare(battles, FitOptions(style="length", min_battles=1))
+    assert prepared.feature_names == ("length",)
+    np.testing.assert_allclose(prepared.features[0], (raw - raw.mean()) / raw.std(), rtol=1e-12)
+    plain = D.prepare(battles, FitOptions(style="length", min_battles=1, normalize=False))
+    np.testing.assert_allclose(plain.features[0], raw, rtol=1e-12)
+
+
+def test_style_groups_sum_their_members_per_side():
+    zeros = [0] * 5
+    battles = frame(ROUND_ROBIN, h1_a=[1, 0, 2, 0, 0], h1_b=zeros, h2_a=[0, 1, 0, 0, 3], h2_b=[1, 1, 0, 0, 0],
+                    **{f"h{k}_{s}": zeros for k in range(3, 7) for s in "ab"})
+    prepared = D.prepare(battles, FitOptions(style="header", min_battles=1, normalize=False))
+    a, b = np.array([1, 1, 2, 0, 3.0]), np.array([1, 1, 0, 0, 0.0])
+    np.testing.assert_allclose(prepared.features[0], (a - b) / (a + b + 1))
+
+
+def test_user_covariates_battle_level_and_per_side():
+    battles = frame(ROUND_ROBIN, sentiment=[0.5, -0.2, 0.1, 0.0, 0.3], stars_a=[1, 2, 3, 4, 5], stars_b=[5, 4, 3, 2, 1])
+    prepared = D.prepare(battles, FitOptions(style="sentiment,stars", min_battles=1, normalize=False))
+    assert prepared.feature_names == ("sentiment", "stars")
+    np.testing.assert_allclose(prepared.features[0], [0.5, -0.2, 0.1, 0.0, 0.3])
+    np.testing.assert_allclose(prepared.features[1], (np.arange(1, 6) - np.arange(5, 0, -1)) / 7.0)
+    signed = frame(ROUND_ROBIN, mood_a=[-1, 0, 1, 0, 0], mood_b=[0] * 5)
+    with pytest.raises(InputError, match="needs counts"):
+        D.prepare(signed, FitOptions(style="mood", min_battles=1))
+    with pytest.raises(InputError, match="no tokens_a, tokens_b columns"):
+        D.prepare(frame(ROUND_ROBIN), FitOptions(style="length", min_battles=1))
+    with pytest.raises(InputError, match="not numeric"):
+        D.prepare(frame(ROUND_ROBIN, note=["x"] * 5), FitOptions(style="note", min_battles=1))
+
+
+def test_battles_without_features_are_left_out_and_constant_features_dropped():
+    battles = frame(ROUND_ROBIN + [("a", "b", "model_b")], tokens_a=[1, 2, 3, 4, 5, None], tokens_b=[2, 2, 2, 2, 2, 2],
+                    bold_star_a=[0] * 6, bold_star_b=[0] * 6, bold_underscore_a=[0] * 6, bold_underscore_b=[0] * 6)
+    prepared = D.prepare(battles, FitOptions(style="length,bold", min_battles=1))
+    assert prepared.n_battles == 5
+    assert prepared.feature_names == ("length",)
+    assert any("without style features" in w for w in prepared.warnings)
+    assert any("'bold' is constant" in w for w in prepared.warnings)
+
+
+def test_reweighting_is_inverse_pair_frequency_with_mean_one():
+    rows = [("a", "b", "model_a")] * 120 + [("b", "a", "model_b")] * 30 + [("a", "c", "tie")] * 10 + [("c", "b", "model_a"), ("b", "c", "model_a")]
+    prepared = D.prepare(frame(rows), FitOptions(min_battles=1))
+    w = D.pair_weights(prepared.a, prepared.b, prepared.n_models)
+    assert w.mean() == pytest.approx(1.0)
+    raw = np.array([1 / 150] * 150 + [1 / 50] * 10 + [1 / 50] * 2)
+    np.testing.assert_allclose(w, raw / raw.mean())
+
+
+def test_cells_and_aggregated_design_keep_every_battle():
+    rng = np.random.default_rng(0)
+    names = np.array(list("abcde"))
+    rows = [(names[i], names[(i + 1 + j) % 5], o) for i, j, o in zip(rng.integers(0, 5, 400), rng.integers(0, 4, 400), rng.choice(["model_a", "model_b", "tie"], 400))]
+    prepared = D.prepare(frame(rows), FitOptions(min_battles=1))
+    cells = D.cells(prepared)
+    assert cells.size.sum() == prepared.n_battles
+    np.testing.assert_array_equal(cells.pair_a[cells.pair[cells.of_battle]], prepared.a)
+    np.testing.assert_array_equal(cells.outcome[cells.of_battle], prepared.outcome)
+    plain = D.design(prepared, cells)
+    assert plain.aggregated and plain.n_rows == cells.n_cells <= 3 * 5 * 4
+    counts = D.record_counts(prepared)
+    assert (counts["wins"] + counts["ties"] + counts["losses"] == counts["battles"]).all()
+    assert counts["battles"].sum() == 2 * prepared.n_battles
+
+
+def test_clustered_aggregation_keeps_cluster_structure():
+    rows = ROUND_ROBIN * 4
+    judges = [f"j{i % 3}" for i in range(len(rows))]
+    prepared = D.prepare(frame(rows, judge=judges), FitOptions(min_battles=1, cluster="judge"))
+    design = D.design(prepared, D.cells(prepared))
+    assert design.row_count.sum() == prepared.n_battles
+    assert set(design.row_cluster.tolist()) == {0, 1, 2}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.sampled_from(["model_a", "model_b", "tie", "both_bad"])), min_size=1, max_size=60))
+def test_every_kept_model_has_a_finite_mle(rows):
+    """Property: after exclusion the credit graph is strongly connected (Zermelo's condition), or there is no fit."""
+    battles = frame([(f"m{a}", f"m{b}", o) for a, b, o in rows])
+    try:
+        prepared = D.prepare(battles, FitOptions(min_battles=1))
+    except NoDataError:
+        return
+    edges = D.credit_edges(prepared.a, prepared.b, prepared.outcome, prepared.n_models)
+    everyone = np.ones(prepared.n_models, dtype=bool)
+    assert D.strongly_connected(edges, prepared.n_models, everyone)
+    assert D.mle_components(edges, prepared.n_models, everyone)[0].all()
+    assert prepared.n_models + len(prepared.excluded) == len({m for a, b, _ in rows if a != b for m in (a, b)})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 9).flatmap(lambda n: st.tuples(st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=30))))
+def test_dense_connectivity_check_agrees_with_scipy(graph):
+    n, pairs = graph
+    edges = np.unique(np.array([i * n + j for i, j in pairs if i != j], dtype=np.int64))
+    involved = np.zeros(n, dtype=bool)
+    involved[[i for p in pairs for i in p if p[0] != p[1]]] = True
+    if not involved.any():
+        return
+    main, _, _ = D.mle_components(edges, n, involved)
+    assert D.strongly_connected(edges, n, involved) == bool(main[involved].all())
+
+
+def test_style_and_anchor_parsing():
+    assert parse_style("none") == ()
+    assert parse_style("both") == ("length", "header", "list", "bold")
+    assert parse_style(" length, sentiment ,length") == ("length", "sentiment")
+    with pytest.raises(InputError):
+        parse_style(" , ")
+    with pytest.raises(InputError):
+        parse_style("none,length")
+    assert parse_anchor("mixtral-8x7b-instruct-v0.1=1114") == ("mixtral-8x7b-instruct-v0.1", 1114.0)
+    assert parse_anchor("a=b=1000.5") == ("a=b", 1000.5)
+    for bad in ("mixtral", "=1000", "m=high"):
+        with pytest.raises(InputError):
+            parse_anchor(bad)
+
+
+def test_compat_preset_fills_only_unset_options():
+    from arena_cli.models.options import CIMethod, Compat
+
+    plain = FitOptions(compat=Compat.arena_rank).resolved()
+    assert (plain.reweight, plain.ridge, plain.ci, plain.min_battles) == (False, 0.0, CIMethod.sandwich, 1)
+    styled = FitOptions(style="both", compat=Compat.arena_rank, ci=CIMethod.bootstrap).resolved()
+    assert (styled.reweight, styled.ridge, styled.ci) == (True, 1.0, CIMethod.bootstrap)
+    default = FitOptions(style="both").resolved()
+    assert (default.reweight, default.ridge, default.ci, default.min_battles) == (False, 0.0, CIMethod.bootstrap, 50)
+    for bad in (dict(confidence=1.0), dict(rounds=0), dict(ridge=-1.0), dict(min_battles=0), dict(workers=0)):
+        with pytest.raises(InputError):
+            FitOptions(**bad).resolved()

@@ -1,0 +1,130 @@
+"""The rendering layer: layouts (intervals, changes, emphasis) shown the same way by table, markdown and html;
+html self-contained; markdown figures written next to the file; every format has exactly one renderer."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import polars as pl
+import pytest
+
+from arena_cli.render import Document, OutputFormat, Table, emit, render
+from arena_cli.render.display import shown
+from arena_cli.render.document import Column, Figure
+from arena_cli.render.emit import RENDERERS
+
+FRAME = pl.DataFrame(
+    {
+        "model": ["a|b", "c", "d"],
+        "rank": [1, 2, None],
+        "lo": [1, 1, None],
+        "hi": [2, 3, None],
+        "score": [1010.04, 990.0, None],
+        "change": [2, -1, 0],
+        "drift": [0.04, -12.25, None],
+        "big": [True, False, None],
+    }
+)
+LAYOUT = (
+    Column("model", "model"),
+    Column("rank", "rank", "lo", "hi"),
+    Column("score", "score", digits=1),
+    Column("Δ", "change", change=True, strong="big"),
+    Column("drift", "drift", digits=1, change=True),
+)
+
+
+def doc(**kwargs) -> Document:
+    return Document("test", (Table("t", FRAME, "A [bracketed] title", notes=("a note with [brackets]",), layout=LAYOUT),), meta={"seed": 1}, title="Test", **kwargs)
+
+
+def test_every_format_has_one_renderer():
+    assert set(RENDERERS) == set(OutputFormat)
+
+
+def test_layout_cells():
+    view = shown(doc().primary)
+    assert view.headers == ["model", "rank", "score", "Δ", "drift"]
+    assert view.numeric == [False, True, True, True, True]
+    assert [c.text for c in view.rows[0]] == ["a|b", "1 [1, 2]", "1010.0", "+2", "0.0"]  # a change that rounds to zero has no sign
+    assert [c.text for c in view.rows[1]] == ["c", "2 [1, 3]", "990.0", "-1", "-12.2"]
+    assert [c.text for c in view.rows[2]] == ["d", "—", "—", "0", "—"]
+    assert view.rows[0][3].strong and not view.rows[1][3].strong
+    assert (view.rows[1][3].direction, view.rows[1][3].magnitude) == (-1, "1")
+
+
+def test_markdown_uses_the_layout_and_escapes_pipes():
+    text = render(doc(), OutputFormat.markdown).decode()
+    assert "| model | rank | score | Δ | drift |" in text
+    assert "| a\\|b | 1 [1, 2] | 1010.0 | **+2** | 0.0 |" in text
+    assert "a note with [brackets]" in text
+
+
+def test_machine_formats_keep_the_frame():
+    payload = json.loads(render(doc(), OutputFormat.json))
+    assert payload["tables"]["t"][0] == {"model": "a|b", "rank": 1, "lo": 1, "hi": 2, "score": 1010.04, "change": 2, "drift": 0.04, "big": True}
+    assert render(doc(), OutputFormat.csv).decode().splitlines()[0] == "model,rank,lo,hi,score,change,drift,big"
+
+
+def test_table_file_is_plain_and_terminal_has_coloured_arrows():
+    plain = render(doc(), OutputFormat.table).decode()
+    assert "+2*" in plain and "-1 " in plain and "↑" not in plain  # * marks emphasis in a plain file
+    assert "A [bracketed] title" in plain and "a note with [brackets]" in plain  # not eaten as markup
+    from rich.console import Console
+
+    from arena_cli.render.text import rich_tables
+
+    console = Console(file=io.StringIO(), force_terminal=True, color_system="standard", width=120)
+    for table in rich_tables(doc(), terminal=True):
+        console.print(table)
+    out = console.file.getvalue()
+    assert "↑2" in out and "↓1" in out and "\x1b[" in out
+
+
+def test_html_is_self_contained_and_escaped():
+    page = render(doc(), OutputFormat.html).decode()
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert "<script" not in page and "<link" not in page and "src=" not in page
+    assert '<span class="up">↑2</span>' in page and '<span class="down">↓1</span>' in page
+    assert "<strong>" in page and "a|b" in page and "A [bracketed] title" in page
+    assert "&quot;seed&quot;: 1" in page  # settings at the end
+
+
+def _figure() -> Figure:
+    def draw():
+        import matplotlib
+
+        matplotlib.use("Agg", force=True)
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(2, 1.5))
+        ax.plot([0, 1, 2], [1, 0, 2])
+        return fig
+
+    return Figure("line", "A line", draw, caption="Three points.", after="t")
+
+
+def test_html_inlines_figures_as_svg_deterministically():
+    first = render(doc(figures=(_figure(),)), OutputFormat.html)
+    assert first == render(doc(figures=(_figure(),)), OutputFormat.html)
+    page = first.decode()
+    assert page.count("<svg") == 1 and "Three points." in page
+    assert page.index("<svg") > page.index("a note with")  # after its anchor table
+
+
+def test_markdown_file_links_png_written_beside_it(tmp_path, capsysbinary):
+    target = tmp_path / "out" / "report.md"
+    emit(doc(figures=(_figure(),)), None, target)
+    text = target.read_text()
+    assert "![A line](report-line.png)" in text
+    assert (tmp_path / "out" / "report-line.png").read_bytes().startswith(b"\x89PNG")
+    emit(doc(figures=(_figure(),)), OutputFormat.markdown, None)
+    assert b"![" not in capsysbinary.readouterr().out  # on stdout there is nowhere to put the image
+
+
+@pytest.mark.parametrize("fmt", [f for f in OutputFormat if f is not OutputFormat.table])
+def test_emit_writes_every_format_to_a_file(tmp_path, fmt):
+    target = tmp_path / f"out.{fmt.value}"
+    emit(doc(), fmt, target)
+    assert target.read_bytes() == render(doc(), fmt)
