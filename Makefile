@@ -18,6 +18,10 @@ demo: $(VENV)/.installed-test
 	rm -rf $(STORE)
 	$(BIN)/arena ingest sample_data/battles.jsonl.gz --store $(STORE)
 	$(BIN)/arena info --store $(STORE)
+	$(BIN)/arena features --store $(STORE)
+	$(BIN)/arena fit --store $(STORE) --style none
+	$(BIN)/arena fit --store $(STORE) --style both
+	$(BIN)/arena diff --store $(STORE)
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q

@@ -47,6 +47,15 @@ META_COUNTS: tuple[str, ...] = (
 )
 META_COLUMNS: tuple[str, ...] = tuple(f"meta_{n}_{s}" for s in ("a", "b") for n in META_COUNTS)
 
+
+def meta_paths(side: str) -> dict[str, tuple[str, ...]]:
+    """Where LMArena's nested ``conv_metadata`` keeps each count of :data:`META_COUNTS` for one side."""
+    paths = {"tokens": (f"sum_assistant_{side}_tokens",)}
+    paths.update({f"h{i}": (f"header_count_{side}", f"h{i}") for i in range(1, 7)})
+    paths.update({"ordered": (f"list_count_{side}", "ordered"), "unordered": (f"list_count_{side}", "unordered")})
+    paths.update({"bold_star": (f"bold_count_{side}", "**"), "bold_underscore": (f"bold_count_{side}", "__")})
+    return paths
+
 #: The canonical columns, in order, with their types. ``required`` columns are never null in the store.
 BATTLE_SCHEMA: dict[str, pl.DataType] = {
     "battle_id": pl.String(),        # the source's id, or a content hash (+ occurrence) when it has none

@@ -42,7 +42,7 @@ import polars as pl
 from arena_cli.errors import EncodingUnavailableError, InputError
 from arena_cli.features.registry import STYLE_GROUPS
 from arena_cli.io.atomic import atomic_write, atomic_write_bytes
-from arena_cli.schema import META_COUNTS
+from arena_cli.schema import META_COUNTS, meta_paths
 
 GENERATOR = "arena-cli simulate"
 #: Bumped whenever the same seed would produce different data.
@@ -400,23 +400,12 @@ class Simulation:
             pl.col("question_id").alias("battle_id"), "model_a", "model_b", pl.col("winner").alias("outcome"),
         ]
         for side in ("a", "b"):
-            for name, path in _meta_paths(side).items():
+            for name, path in meta_paths(side).items():
                 expr = meta
                 for key in path:
                     expr = expr.struct.field(key)
                 columns.append(expr.alias(f"{name}_{side}"))
         return self.battles.select(columns)
-
-
-def _meta_paths(side: str) -> dict[str, tuple[str, ...]]:
-    """Where LMArena's ``conv_metadata`` keeps each count of ``schema.META_COUNTS`` for one side."""
-    paths = {"tokens": (f"sum_assistant_{side}_tokens",)}
-    paths.update({f"h{i}": (f"header_count_{side}", f"h{i}") for i in range(1, 7)})
-    paths["ordered"] = (f"list_count_{side}", "ordered")
-    paths["unordered"] = (f"list_count_{side}", "unordered")
-    paths["bold_star"] = (f"bold_count_{side}", "**")
-    paths["bold_underscore"] = (f"bold_count_{side}", "__")
-    return paths
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import polars as pl
 
 from arena_cli.errors import InputError
 from arena_cli.io.atomic import atomic_write
+from arena_cli.io.ingest import json_text
 from arena_cli.io.store import Store
 
 _EXTENSIONS = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
@@ -38,12 +39,7 @@ def export_table(store: Path | None, table: str, output: Path, fmt: str | None =
         atomic_write(Path(output), lambda tmp: frame.write_ndjson(tmp))
     else:
         nested = [c for c, t in frame.schema.items() if t.is_nested()]
-        flat = frame.with_columns(_json_text(c) for c in nested) if nested else frame
+        flat = frame.with_columns(json_text(pl.col(c)).alias(c) for c in nested) if nested else frame
         atomic_write(Path(output), lambda tmp: flat.write_csv(tmp))
     return frame.height
 
-
-def _json_text(column: str) -> pl.Expr:
-    """A nested column as JSON text per row (null stays null): encode ``{"v": value}``, keep the value part."""
-    wrapped = pl.struct(pl.col(column).alias("v")).struct.json_encode()
-    return pl.when(pl.col(column).is_not_null()).then(wrapped.str.slice(5).str.strip_suffix("}")).alias(column)

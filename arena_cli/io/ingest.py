@@ -30,6 +30,7 @@ from arena_cli.schema import (
     WINNER_LABELS,
     QuarantineReason,
     conform,
+    meta_paths,
 )
 
 #: Fields a user can map with ``--map FIELD=COLUMN``.
@@ -181,13 +182,10 @@ def _decode_json(series: pl.Series, dtype: pl.DataType) -> pl.Series:
         return pl.Series(series.name, [one(v) for v in series.to_list()], dtype=pl.String).str.json_decode(dtype)
 
 
-def _meta_paths(side: str) -> dict[str, tuple[str, ...]]:
-    """Where LMArena's conv_metadata keeps each count for one side."""
-    paths = {"tokens": (f"sum_assistant_{side}_tokens",)}
-    paths.update({f"h{i}": (f"header_count_{side}", f"h{i}") for i in range(1, 7)})
-    paths.update({"ordered": (f"list_count_{side}", "ordered"), "unordered": (f"list_count_{side}", "unordered")})
-    paths.update({"bold_star": (f"bold_count_{side}", "**"), "bold_underscore": (f"bold_count_{side}", "__")})
-    return paths
+def json_text(value: pl.Expr) -> pl.Expr:
+    """A nested value as compact JSON text per row (null stays null): encode ``{"v": value}``, keep the value."""
+    wrapped = pl.struct(value.alias("v")).struct.json_encode()
+    return pl.when(value.is_not_null()).then(wrapped.str.slice(5).str.strip_suffix("}"))
 
 
 def _meta_text_dtype() -> pl.Struct:
@@ -388,7 +386,7 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
         else:
             meta_expr, meta_dtype = pl.col(col["conv_metadata"]), dtype
         for side in ("a", "b"):
-            for count, path in _meta_paths(side).items():
+            for count, path in meta_paths(side).items():
                 value = _field_path(meta_expr, meta_dtype, path)
                 if value is not None:
                     out[f"meta_{count}_{side}"] = value
@@ -399,7 +397,9 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
     extras: dict[str, pl.Expr] = {}
     for name in plan.extras:
         target = name if name not in BATTLE_SCHEMA else f"extra_{name}"
-        extras[target] = pl.col(name)
+        # Nested extras are kept as exact JSON text: their inferred types vary from batch to batch (and a
+        # batch read line by line gives text), and store parts must agree on each column's type.
+        extras[target] = json_text(pl.col(name)) if schema[name].is_nested() else pl.col(name)
 
     checks = [
         (QuarantineReason.MISSING_MODEL.value, missing_model, "model_a or model_b is missing or empty"),
@@ -462,24 +462,30 @@ def _hash_column(values: pl.Series) -> pl.Series:
     return pl.Series([digest(v.encode(), digest_size=16).hexdigest() for v in values.to_list()], dtype=pl.String)
 
 
+#: ``,"key":null`` and ``{"key":null,`` in compact JSON: an object member that is null is left out of the
+#: hash, as if absent (batches pad a nested object with the keys other rows have). ``,"`` and ``{"`` occur
+#: in compact JSON only between members, never inside a string, where every quote is escaped.
+_NULL_MEMBER = r',"(?:[^"\\]|\\.)*":null'
+_FIRST_NULL_MEMBER = r'\{"(?:[^"\\]|\\.)*":null,?'
+
+
 def _content_text(frame: pl.DataFrame) -> pl.Series:
     """What a vote's content hash is taken of: each present field as ``{"name":value}`` JSON, canonical fields
     first, then extras by name; ids and provenance left out.
 
     Absent fields (null, or empty text) are skipped rather than written as null, so a vote hashes the same
     whatever other columns its source or batch has (a growing log that gains a field keeps its old ids).
-    Scalar extras are hashed as text, as the JSON and CSV readers give them, so a typed source and its
-    JSONL or CSV export hash alike.
+    Extras are hashed as text, as the JSON and CSV readers give them, so a typed source and its JSONL or
+    CSV export hash alike.
     """
     skip = {"battle_id", "content_hash", "source_file", "source_row"}
     canonical = [c for c in BATTLE_SCHEMA if c in frame.columns and c not in skip]
     extras = sorted(c for c in frame.columns if c not in BATTLE_SCHEMA)
     fields = []
     for name in canonical + extras:
-        value = pl.col(name)
-        dtype = frame.schema[name]
-        if name in extras and not dtype.is_nested():
-            value, dtype = value.cast(pl.String), pl.String
+        value, dtype = pl.col(name), frame.schema[name]
+        if name in extras:  # as text (nested extras are JSON text already, see canonicalize)
+            value, dtype = value.cast(pl.String).str.replace_all(_NULL_MEMBER, "").str.replace_all(_FIRST_NULL_MEMBER, "{"), pl.String
         if dtype == pl.String:
             value = pl.when(value != "").then(value)
         fields.append(pl.when(value.is_not_null()).then(pl.struct(value.alias(name)).struct.json_encode()))

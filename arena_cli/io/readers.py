@@ -12,10 +12,12 @@ import csv
 import gzip
 import io
 import json
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -91,7 +93,7 @@ class _Bad:
         )
 
 
-def _json_objects_frame(texts: list[str], keys: list[str] | None = None) -> pl.DataFrame:
+def _json_objects_frame(texts: list[str]) -> pl.DataFrame:
     """Parse JSON-object lines into a frame: every scalar field as text, nested fields with inferred types.
 
     Text for scalars makes a row's parse independent of the rows beside it: polars infers one type per
@@ -99,53 +101,89 @@ def _json_objects_frame(texts: list[str], keys: list[str] | None = None) -> pl.D
     "1.0" beside a float, or a batch that fails outright on ``true`` beside ``1``). The dialects decode the
     fields they know, reporting a wrong type per row. Nested values (conversations, metadata) keep their
     types because polars' text rendering of them is not JSON: it leaves backslashes and control characters
-    unescaped, which would corrupt message texts.
+    unescaped, which would corrupt message texts. So a batch where one field is nested in some rows and
+    not in others (polars would render those values as text) raises, for :func:`_python_objects_frame`.
     """
     data = "\n".join(texts).encode()
     inferred = pl.scan_ndjson(io.BytesIO(data), infer_schema_length=None).collect_schema()
-    names = list(dict.fromkeys([*(keys or []), *inferred.names()]))
-    if not names:
+    if not inferred:
         return pl.DataFrame(schema={})
-    schema = {k: inferred[k] if k in inferred and inferred[k].is_nested() else pl.String for k in names}
-    return pl.read_ndjson(io.BytesIO(data), schema=schema)
+    schema = {k: t if t.is_nested() else pl.String for k, t in inferred.items()}
+    frame = pl.read_ndjson(io.BytesIO(data), schema=schema)
+    if _rendered_nested(pl.Series(texts), frame, pl.Struct(schema)):
+        raise ValueError("a field is nested in some rows and not in others")
+    return frame
+
+
+def _rendered_nested(lines: pl.Series, frame: pl.DataFrame, dtype: pl.Struct) -> bool:
+    """Whether polars had to render some nested value as text: a text slot of the inferred type (a field,
+    at any depth, or the items of a list of texts) that holds an object or array in some row.
+
+    Named text slots are found on the lines themselves (``"name": {`` or ``"name": [``; a nested key of
+    the same name gives a false alarm, which only costs the slow path); lists of texts by their items.
+    """
+    names: set[str] = set()
+    text_lists: list[str] = []
+
+    def walk(dtype: pl.DataType, name: str | None, top: str | None) -> None:
+        if dtype == pl.String and name is not None:
+            names.add(name)
+        elif isinstance(dtype, pl.Struct):
+            for field in dtype.fields:
+                walk(field.dtype, field.name, top)
+        elif isinstance(dtype, pl.List):
+            if dtype.inner == pl.String and top is not None:
+                text_lists.append(top)
+            walk(dtype.inner, None, None)
+
+    for field in dtype.fields:
+        walk(field.dtype, field.name, field.name)
+    if names and lines.str.contains('"(?:' + "|".join(re.escape(n) for n in sorted(names)) + r')":\s*[\[{]').any():
+        return True
+    opens_like_json = pl.element().str.starts_with("{") | pl.element().str.starts_with("[")
+    return any(frame[c].list.eval(opens_like_json).list.any().any() for c in text_lists)
 
 
 def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _strict_objects(rows: list[int], texts: list[str], bad: _Bad) -> tuple[list[int], list[str], list[str]]:
-    """The slow path for a batch polars could not read at once: find the lines that are not JSON objects.
-    Returns the good rows, their texts and the union of their keys (in first-seen order)."""
+def _as_text(value: Any) -> str | None:
+    """A parsed JSON value as the text the fast path gives: scalars as polars renders them, nested values
+    as exact compact JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return str(value)
+
+
+def _python_objects_frame(rows: list[int], texts: list[str], bad: _Bad) -> pl.DataFrame:
+    """The slow path, for a batch polars cannot read as one frame (a line that is not a JSON object, or a
+    field with different shapes in different rows): parse line by line, quarantine the lines that are not
+    JSON objects, and give every field as text, nested values as exact JSON text."""
     kept_rows: list[int] = []
     kept_texts: list[str] = []
-    keys: dict[str, None] = {}
+    values: list[dict] = []
     for row, text in zip(rows, texts):
         try:
             value = json.loads(text, parse_constant=_reject_constant)
-            problem = None if isinstance(value, dict) else f"a JSON {type(value).__name__}, not an object"
-        except ValueError as error:
-            problem = f"invalid JSON: {error}"
-        if problem is None:
-            kept_rows.append(row)
-            kept_texts.append(text)
-            keys.update(dict.fromkeys(value))
-        else:
-            bad.add(row, QuarantineReason.UNPARSEABLE, problem, text.encode())
-    return kept_rows, kept_texts, list(keys)
-
-
-def _bisect_frames(rows: list[int], texts: list[str], keys: list[str], bad: _Bad) -> list[pl.DataFrame]:
-    """Read valid JSON objects that polars still refuses (numbers out of range, ...): halve the batch until
-    the refused lines are alone, quarantine them, keep every other line."""
-    try:
-        return [_numbered(_json_objects_frame(texts, keys), rows, texts)]
-    except Exception as error:
-        if len(texts) == 1:
-            bad.add(rows[0], QuarantineReason.UNPARSEABLE, f"unreadable JSON value: {error}", texts[0].encode())
-            return []
-        mid = len(texts) // 2
-        return _bisect_frames(rows[:mid], texts[:mid], keys, bad) + _bisect_frames(rows[mid:], texts[mid:], keys, bad)
+            if not isinstance(value, dict):
+                raise ValueError(f"a JSON {type(value).__name__}, not an object")
+            json.dumps(value, ensure_ascii=False).encode("utf-8")  # a lone surrogate escape is no character
+        except (ValueError, UnicodeEncodeError) as error:
+            bad.add(row, QuarantineReason.UNPARSEABLE, f"invalid JSON: {error}", text.encode("utf-8", errors="surrogatepass"))
+            continue
+        kept_rows.append(row)
+        kept_texts.append(text)
+        values.append(value)
+    keys = dict.fromkeys(k for value in values for k in value)
+    frame = pl.DataFrame({k: [_as_text(v.get(k)) for v in values] for k in keys}, schema={k: pl.String for k in keys})
+    return _numbered(frame, kept_rows, kept_texts)
 
 
 def _parse_lines(source: str, rows: list[int], lines: list[bytes]) -> RawBatch:
@@ -162,14 +200,13 @@ def _parse_lines(source: str, rows: list[int], lines: list[bytes]) -> RawBatch:
             except UnicodeDecodeError as error:
                 bad.add(row, QuarantineReason.NON_UTF8, f"invalid UTF-8 byte at offset {error.start}", line)
         rows = good_rows
-    frames: list[pl.DataFrame] = []
     if texts:
         try:
-            frames = [_numbered(_json_objects_frame(texts), rows, texts)]
+            frame = _numbered(_json_objects_frame(texts), rows, texts)
         except Exception:
-            rows, texts, keys = _strict_objects(rows, texts, bad)
-            frames = _bisect_frames(rows, texts, keys, bad) if texts else []
-    frame = pl.concat(frames, how="diagonal") if frames else _numbered(pl.DataFrame(), [], [])
+            frame = _python_objects_frame(rows, texts, bad)
+    else:
+        frame = _numbered(pl.DataFrame(), [], [])
     return RawBatch(frame, bad.frame())
 
 

@@ -192,3 +192,5 @@ class Store:
                     path.unlink(missing_ok=True)
             for path in (self.root / folder).rglob(".part-*.tmp"):
                 path.unlink(missing_ok=True)
+        for path in self.root.glob(f".{MANIFEST}.*.tmp"):  # a manifest write cut short
+            path.unlink(missing_ok=True)

@@ -113,30 +113,8 @@ class Design:
 # --------------------------------------------------------------------------------------------- preparation
 
 
-def required_columns(options: FitOptions, available: list[str] | None = None) -> list[str]:
-    """Columns a fit reads: model_a, model_b, outcome, the cluster column and the style feature columns."""
-    columns = ["model_a", "model_b", "outcome"]
-    if options.cluster:
-        columns.append(options.cluster)
-    for term in parse_style(options.style):
-        columns.extend(_term_columns(term, available))
-    return list(dict.fromkeys(columns))
-
-
-def _term_columns(term: str, available: list[str] | None) -> list[str]:
-    """The frame columns one style term is computed from (per-side pairs, or one battle-level column)."""
-    from arena_cli.features.registry import STYLE_GROUPS, side_columns
-
-    if term in STYLE_GROUPS:
-        return [c for member in STYLE_GROUPS[term] for c in side_columns(member)]
-    pair = list(side_columns(term))
-    if available is not None and term in available and not all(c in available for c in pair):
-        return [term]
-    return pair
-
-
-def _style_matrix(frame: pl.DataFrame, terms: tuple[str, ...]) -> tuple[pl.DataFrame, list[str]]:
-    """One float column per style term, before standardisation.
+def _style_matrix(frame: pl.DataFrame, terms: tuple[str, ...]) -> np.ndarray:
+    """(k, n) style terms before standardisation; NaN where a battle lacks a feature.
 
     Feature groups and per-side counts use LMArena's transform d = (a - b) / (a + b + 1) on the per-side sums;
     a numeric battle-level column (a user's covariate, e.g. a sentiment difference) is used as it is.
@@ -147,14 +125,12 @@ def _style_matrix(frame: pl.DataFrame, terms: tuple[str, ...]) -> tuple[pl.DataF
     for term in terms:
         pairs = [side_columns(m) for m in STYLE_GROUPS.get(term, (term,))]
         if all(a in frame.columns and b in frame.columns for a, b in pairs):
-            for a, b in pairs:
-                for column in (a, b):
-                    if not frame.schema[column].is_numeric():
-                        raise InputError(f"style feature {term!r}: column {column!r} is {frame.schema[column]}, not numeric")
+            for column in (c for pair in pairs for c in pair):
+                if not frame.schema[column].is_numeric():
+                    raise InputError(f"style feature {term!r}: column {column!r} is {frame.schema[column]}, not numeric")
             side_a = pl.sum_horizontal([pl.col(a).cast(pl.Float64) for a, _ in pairs])
             side_b = pl.sum_horizontal([pl.col(b).cast(pl.Float64) for _, b in pairs])
-            negative = frame.select((pl.min_horizontal(side_a.min(), side_b.min()) < 0).alias("neg")).item()
-            if negative:
+            if frame.select(pl.min_horizontal(side_a.min(), side_b.min()) < 0).item():
                 raise InputError(
                     f"style feature {term!r}: negative per-side values; the (a - b)/(a + b + 1) transform needs counts. "
                     f"Give a signed covariate as one battle-level column instead (e.g. {term}_diff)."
@@ -172,18 +148,33 @@ def _style_matrix(frame: pl.DataFrame, terms: tuple[str, ...]) -> tuple[pl.DataF
                 + ("" if term in STYLE_GROUPS else f" and no numeric column {term!r}")
                 + " (feature groups: length, header, list, bold; or any <name>_a/<name>_b count pair or numeric column)"
             )
-    return frame.select(exprs), list(terms)
+    return np.ascontiguousarray(frame.select(exprs).to_numpy().T, dtype=np.float64)
 
 
-def _outcome_codes(frame: pl.DataFrame, options: FitOptions) -> pl.Expr:
-    """Outcome code per battle (None = left out by --ties drop / --both-bad drop)."""
-    tie = None if options.ties is Ties.drop else TIE
-    both_bad = None if (options.both_bad is BothBad.drop or tie is None) else TIE
-    return (
-        pl.col("outcome")
-        .replace_strict({"model_a": A_WINS, "model_b": B_WINS, "tie": tie, "both_bad": both_bad}, default=-1, return_dtype=pl.Int8)
-        .alias("_code")
-    )
+#: Outcome labels -> codes; DROP marks votes left out by --ties drop / --both-bad drop.
+DROP, UNKNOWN = -2, -1
+
+
+def _outcome_codes(outcome: pl.Series, options: FitOptions) -> np.ndarray:
+    tie = DROP if options.ties is Ties.drop else TIE
+    both_bad = DROP if options.both_bad is BothBad.drop else tie
+    mapping = {"model_a": A_WINS, "model_b": B_WINS, "tie": tie, "both_bad": both_bad}
+    codes = outcome.replace_strict(mapping, default=UNKNOWN, return_dtype=pl.Int8).to_numpy()
+    if (codes == UNKNOWN).any():
+        labels = sorted(outcome.filter(pl.Series(codes == UNKNOWN)).unique().to_list())
+        raise InputError(
+            f"{int((codes == UNKNOWN).sum())} battle(s) have an unknown outcome {labels[:5]}; expected model_a, model_b, tie, both_bad"
+        )
+    return codes
+
+
+def _model_codes(frame: pl.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Sorted model names and each battle's model indices (strings are hashed once, then it is all integers)."""
+    names = pl.concat([frame["model_a"].cast(pl.String).unique(), frame["model_b"].cast(pl.String).unique()]).unique().sort()
+    enum = pl.Enum(names)
+    a = frame["model_a"].cast(pl.String).cast(enum).to_physical().to_numpy().astype(np.int64)
+    b = frame["model_b"].cast(pl.String).cast(enum).to_physical().to_numpy().astype(np.int64)
+    return names.to_list(), a, b
 
 
 def prepare(frame: pl.DataFrame, options: FitOptions) -> Prepared:
@@ -198,56 +189,34 @@ def prepare(frame: pl.DataFrame, options: FitOptions) -> Prepared:
         raise InputError("some battles have no model_a, model_b or outcome")
     warnings: list[str] = []
 
+    names, a, b = _model_codes(frame)
+    outcome = _outcome_codes(frame["outcome"], options)
     terms = parse_style(options.style)
-    base = frame.select(
-        pl.col("model_a").cast(pl.String),
-        pl.col("model_b").cast(pl.String),
-        _outcome_codes(frame, options),
-        *([pl.col(options.cluster).alias("_cluster")] if options.cluster else []),
-    )
-    unknown = base.filter(pl.col("_code") == -1)
-    if unknown.height:
-        labels = frame.filter(base["_code"] == -1)["outcome"].unique().to_list()
-        raise InputError(f"{unknown.height} battle(s) have an unknown outcome {labels[:5]}; expected model_a, model_b, tie, both_bad")
-    features, names = _style_matrix(frame, terms) if terms else (pl.DataFrame(), [])
-    if names:
-        base = pl.concat([base, features.rename({n: f"_f{i}" for i, n in enumerate(names)})], how="horizontal")
+    X = _style_matrix(frame, terms) if terms else np.zeros((0, frame.height))
+    cluster = _cluster_codes(frame[options.cluster]) if options.cluster else None
 
-    keep = pl.col("_code").is_not_null()
-    self_battle = pl.col("model_a") == pl.col("model_b")
-    n_self = base.filter(self_battle).height
-    if n_self:
-        warnings.append(f"{n_self} self-battle(s) (model_a == model_b) left out")
-    missing_features = pl.any_horizontal([pl.col(f"_f{i}").is_null() | pl.col(f"_f{i}").is_nan() for i in range(len(names))]) if names else pl.lit(False)
-    n_missing = base.filter(keep & ~self_battle & missing_features).height
-    if n_missing:
-        warnings.append(f"{n_missing} battle(s) without style features ({', '.join(names)}) left out")
-    base = base.filter(keep & ~self_battle & ~missing_features)
-    if base.height == 0:
+    counted = outcome != DROP
+    self_battle = a == b
+    if self_battle.any():
+        warnings.append(f"{int(self_battle.sum())} self-battle(s) (model_a == model_b) left out")
+    missing = counted & ~self_battle & ~np.isfinite(X).all(axis=0)
+    if missing.any():
+        warnings.append(f"{int(missing.sum())} battle(s) without style features ({', '.join(terms)}) left out")
+    keep = counted & ~self_battle & ~missing
+    if not keep.any():
         raise NoDataError("no battles left to fit (after dropping ties / both_bad / self-battles / missing features)")
 
-    models = pl.concat([base["model_a"], base["model_b"]]).unique().sort()
-    enum = pl.Enum(models)
-    a = base["model_a"].cast(enum).to_physical().to_numpy().astype(np.int64)
-    b = base["model_b"].cast(enum).to_physical().to_numpy().astype(np.int64)
-    outcome = base["_code"].to_numpy().astype(np.int8)
-    X = np.ascontiguousarray(base.select([f"_f{i}" for i in range(len(names))]).to_numpy().T, dtype=np.float64) if names else np.zeros((0, a.size))
-    cluster = _cluster_codes(base["_cluster"]) if options.cluster else None
-
-    keep_rows, excluded = _exclude_models(models.to_list(), a, b, outcome, options.min_battles)
-    names_all = models.to_list()
-    if excluded:
-        for e in excluded:
-            warnings.append(f"{e.model} ({e.battles} battle(s)) excluded: {e.reason}")
-        a, b, outcome, X = a[keep_rows], b[keep_rows], outcome[keep_rows], X[:, keep_rows]
-        cluster = cluster[keep_rows] if cluster is not None else None
-        kept = np.zeros(len(names_all), dtype=bool)
-        kept[a] = True
-        kept[b] = True
+    keep_rows, excluded = _exclude_models(names, a, b, outcome, keep, options.min_battles)
+    for e in excluded:
+        warnings.append(f"{e.model} ({e.battles} battle(s)) excluded: {e.reason}")
+    a, b, outcome, X = a[keep_rows], b[keep_rows], outcome[keep_rows], X[:, keep_rows]
+    kept = np.zeros(len(names), dtype=bool)
+    kept[a] = kept[b] = True
+    if not kept.all():
         remap = np.cumsum(kept) - 1
         a, b = remap[a], remap[b]
-        names_all = [m for m, k in zip(names_all, kept) if k]
-    if len(names_all) < 2:
+        names = [m for m, k in zip(names, kept) if k]
+    if len(names) < 2:
         raise NoDataError(
             "fewer than two models left to rank"
             + (f" (excluded: {', '.join(e.model for e in excluded)}; lower --min-battles?)" if excluded else "")
@@ -255,11 +224,11 @@ def prepare(frame: pl.DataFrame, options: FitOptions) -> Prepared:
     if options.ties is Ties.davidson and not np.any(outcome == TIE):
         raise InputError("--ties davidson: these battles have no ties, so the tie parameter cannot be estimated")
 
-    X, names = _finish_features(X, names, options.normalize, warnings)
+    X, feature_names = _finish_features(X, list(terms), options.normalize, warnings)
     if cluster is not None:
-        cluster = np.unique(cluster, return_inverse=True)[1]
+        cluster = np.unique(cluster[keep_rows], return_inverse=True)[1]
     return Prepared(
-        models=tuple(names_all), a=a, b=b, outcome=outcome, features=X, feature_names=tuple(names),
+        models=tuple(names), a=a, b=b, outcome=outcome.astype(np.int8), features=X, feature_names=tuple(feature_names),
         cluster=cluster, excluded=tuple(excluded), warnings=tuple(warnings),
     )
 
@@ -359,10 +328,13 @@ def mle_components(edges: np.ndarray, n_models: int, involved: np.ndarray) -> tu
     return main & involved, above, below
 
 
-def _exclude_models(models: list[str], a: np.ndarray, b: np.ndarray, outcome: np.ndarray, min_battles: int) -> tuple[np.ndarray, list[Exclusion]]:
-    """Drop models below ``min_battles`` and models without a finite MLE, repeating until neither remains."""
+def _exclude_models(
+    models: list[str], a: np.ndarray, b: np.ndarray, outcome: np.ndarray, keep: np.ndarray, min_battles: int
+) -> tuple[np.ndarray, list[Exclusion]]:
+    """Drop models below ``min_battles`` and models without a finite MLE from the ``keep`` battles, repeating
+    until neither remains; returns the battles kept."""
     n = len(models)
-    keep = np.ones(a.size, dtype=bool)
+    keep = keep.copy()
     excluded: list[Exclusion] = []
     while True:
         battles = np.bincount(a[keep], minlength=n) + np.bincount(b[keep], minlength=n)
