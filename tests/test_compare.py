@@ -82,6 +82,12 @@ def test_highlights_list_significant_shifts_and_top_k_moves():
     assert not any(v == "none" for v, _, _ in rows)
 
 
+def test_baseline_alone_gives_empty_changes_and_highlights():
+    single = compare.compare_variants({"none": fx.leaderboard("none")}, {"none": fx.coefficients("none")}, {"none": "none"})
+    assert single.rank_diff["model"].to_list() == list(fx.MODELS) and single.highlights.height == 0
+    assert render(single.to_document(), OutputFormat.markdown)
+
+
 def test_top_k_must_be_positive():
     with pytest.raises(InputError, match="--top-k"):
         comparison(top_k=0)
@@ -219,3 +225,28 @@ def test_load_leaderboard_errors(tmp_path):
 
 def test_settings_mismatch():
     assert compare.settings_mismatch({"style": "none", "ties": "half"}, {"style": "both", "ties": "half"}) == ["style"]
+
+
+def test_paired_rank_changes_use_the_same_resample_in_every_variant():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    models = ("a", "b", "c")
+    # Draw r of both variants comes from resample r: b is always exactly one place better under "both",
+    # although its rank alone wanders over 1..3 in either variant.
+    base = np.array([[1, 3, 2], [2, 3, 1], [3, 2, 1], [1, 3, 2]] * 10)
+    styled = base.copy()
+    styled[:, 1] -= 1  # (the other models' ranks do not enter b's change)
+    results = {"none": SimpleNamespace(models=models, rank_draws=base), "both": SimpleNamespace(models=models, rank_draws=styled)}
+    intervals = compare.paired_rank_changes(results, "none", 0.95)
+    b = intervals["both"].filter(pl.col("model") == "b").row(0, named=True)
+    assert (b["lower"], b["upper"]) == (1, 1)
+    assert compare.paired_rank_changes({"none": SimpleNamespace(models=models, rank_draws=None)}, "none", 0.95) == {}
+
+
+def test_rank_diff_carries_change_intervals_when_given():
+    bounds = pl.DataFrame({"model": list(fx.MODELS), "lower": [-4, 0, 1, 0, -2, 0], "upper": [-2, 1, 3, 2, 0, 3]})
+    diff = compare.rank_diff_frame(fx.leaderboards(), "none", change_intervals={"both": bounds})
+    assert diff.filter(pl.col("model") == "alpha").select("rank_change_both", "rank_change_lower_both", "rank_change_upper_both").row(0) == (-3, -4, -2)
+    assert "rank_change_lower_length" not in diff.columns

@@ -113,3 +113,11 @@ def test_attach_features_without_a_store(store):
 def test_a_store_without_battles(tmp_path):
     with pytest.raises(NoDataError):
         update_store_features(Store.open(tmp_path / "empty", create=True))
+
+
+def test_an_unknown_encoding_never_names_a_cache(store):
+    from arena_cli.errors import EncodingUnavailableError
+
+    with pytest.raises(EncodingUnavailableError):
+        update_store_features(store, "default", "cl100k_bsae")
+    assert not [t for t in store.tables() if t.startswith("features/")]

@@ -59,6 +59,18 @@ def test_multi_turn_tokens_sum_over_turns_and_markdown_joins_them():
     assert result.select(f"{n}_a" for n in count_markdown([joined]).columns).row(0) == count_markdown([joined], "lmarena").row(0)
 
 
+@pytest.mark.parametrize("recipe", ["default", "lmarena"])
+def test_each_recipe_counts_the_raw_joined_text(recipe):
+    """Regression: the recipes clean the same texts; neither may see the other's cleaning."""
+    texts = ["Intro: ```\n    - code line\n```\n* item\n**bold**", "```\n# a\n```\n# a\n", "~~~\n- x\n"]
+    frame = battles([{"battle_id": str(i), "conversation_a": conversation(t), "conversation_b": conversation(t[::-1])} for i, t in enumerate(texts)])
+    result = compute_features(frame, recipe=recipe)
+    for side, side_texts in (("a", texts), ("b", [t[::-1] for t in texts])):
+        expected = count_markdown(side_texts, recipe)
+        assert result.select(f"{n}_{side}" for n in expected.columns).rename(lambda c: c[:-2]).equals(expected)
+    assert count_markdown(texts, "default")["unordered"].to_list() != count_markdown(texts, "lmarena")["unordered"].to_list()
+
+
 def test_battles_without_texts_use_conv_metadata():
     meta = {f"meta_{n}_{s}": i + (10 if s == "b" else 0) for s in "ab" for i, n in enumerate(LMARENA_FEATURES)}
     frame = battles([

@@ -143,10 +143,12 @@ def test_cells_and_aggregated_design_keep_every_battle():
     prepared = D.prepare(frame(rows), FitOptions(min_battles=1))
     cells = D.cells(prepared)
     assert cells.size.sum() == prepared.n_battles
-    np.testing.assert_array_equal(cells.pair_a[cells.pair[cells.of_battle]], prepared.a)
-    np.testing.assert_array_equal(cells.outcome[cells.of_battle], prepared.outcome)
+    lower = np.minimum(prepared.a, prepared.b)
+    np.testing.assert_array_equal(cells.pair_a[cells.pair[cells.of_battle]], lower)
+    from_lower = np.where(prepared.a == lower, prepared.outcome, 2 - prepared.outcome)
+    np.testing.assert_array_equal(cells.outcome[cells.of_battle], from_lower)
     plain = D.design(prepared, cells)
-    assert plain.aggregated and plain.n_rows == cells.n_cells <= 3 * 5 * 4
+    assert plain.aggregated and plain.n_rows == cells.n_cells <= 3 * 5 * 4 // 2
     counts = D.record_counts(prepared)
     assert (counts["wins"] + counts["ties"] + counts["losses"] == counts["battles"]).all()
     assert counts["battles"].sum() == 2 * prepared.n_battles
@@ -217,3 +219,14 @@ def test_compat_preset_fills_only_unset_options():
     for bad in (dict(confidence=1.0), dict(rounds=0), dict(ridge=-1.0), dict(min_battles=0), dict(workers=0)):
         with pytest.raises(InputError):
             FitOptions(**bad).resolved()
+
+
+def test_options_accept_plain_strings_for_choices():
+    from arena_cli.models.options import CIMethod, Compat, Solver
+
+    options = FitOptions(ties="davidson", both_bad="drop", ci="sandwich", solver="statsmodels", compat="arena-rank", anchor=["m", 1114])
+    assert (options.ties, options.both_bad, options.ci, options.solver, options.compat) == (
+        Ties.davidson, BothBad.drop, CIMethod.sandwich, Solver.statsmodels, Compat.arena_rank)
+    assert options.anchor == ("m", 1114.0)
+    with pytest.raises(InputError, match="ties 'thirds': expected one of half, drop, davidson"):
+        FitOptions(ties="thirds")

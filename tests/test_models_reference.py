@@ -115,3 +115,22 @@ def test_llmfao_arena_rank_compat(llmfao, style):
         assert result.gamma[result.feature_names.index(feature)] == pytest.approx(value, abs=1e-4)
     assert result.settings["ridge"] == (1.0 if style != "none" else 0.0)
     assert result.settings["reweight"] is (style != "none")
+
+
+def test_llmfao_end_to_end_from_store_and_from_file(tmp_path):
+    """`arena ingest` + `arena fit --style both` computes the features itself (texts, tokenizer) and lands on the
+    reference MLE to 0.01, from a store and straight from the file."""
+    from typer.testing import CliRunner
+
+    from arena_cli.cli import app
+
+    votes = shared_path("data", "llmfao", "battles.jsonl")
+    reference = pl.read_csv(shared_path("reference", "llmfao", "mle_style_both.csv"))
+    runner = CliRunner()
+    assert runner.invoke(app, ["ingest", str(votes), "--store", str(tmp_path / "store")]).exit_code == 0
+    for source in (["--store", str(tmp_path / "store")], [str(votes)]):
+        out = tmp_path / "fit.json"
+        result = runner.invoke(app, ["fit", *source, "--style", "both", "--ci", "none", "-o", str(out)])
+        assert result.exit_code == 0, result.output
+        board = pl.DataFrame(json.loads(out.read_text())["tables"]["leaderboard"]).join(reference, on="model")
+        assert board.height == 59 and (board["score"] - board["rating"]).abs().max() < 0.01

@@ -69,7 +69,7 @@ def compare_command(
     old: Annotated[Path, typer.Argument(help=f"The earlier leaderboard: {SIDE_HELP}.", show_default=False)],
     new: Annotated[Path, typer.Argument(help=f"The later leaderboard: {SIDE_HELP}.", show_default=False)],
     fail_on: Annotated[Optional[list[str]], typer.Option("--fail-on", metavar="CONDITION", help=FAIL_ON_HELP, show_default=False)] = None,
-    old_where: Annotated[Optional[str], typer.Option("--old-where", help="SQL filter on OLD's battles when OLD is a store, e.g. \"timestamp < '2025-06-01'\".", show_default=False)] = None,
+    old_where: Annotated[Optional[str], typer.Option("--old-where", help="SQL filter on OLD's battles when OLD is a store, e.g. \"timestamp < DATE '2025-06-01'\".", show_default=False)] = None,
     new_where: Annotated[Optional[str], typer.Option("--new-where", help="SQL filter on NEW's battles when NEW is a store (OLD and NEW may be the same store).", show_default=False)] = None,
     models: ModelsOption = None,
     exclude_models: ExcludeModelsOption = None,

@@ -18,7 +18,7 @@ import polars as pl
 from arena_cli.errors import NoDataError
 from arena_cli.features.compute import SOURCE_METADATA, SOURCE_TEXT, check_recipe, compute_features
 from arena_cli.features.registry import FEATURE_VERSION, feature_columns, feature_key
-from arena_cli.features.tokenizer import canonical_encoding
+from arena_cli.features.tokenizer import canonical_encoding, check_encoding
 from arena_cli.io.store import Store
 from arena_cli.schema import META_COLUMNS
 
@@ -94,6 +94,7 @@ def update_store_features(
     ``on_start`` gets the number of battles to compute, ``on_batch`` the number done after each batch.
     """
     check_recipe(recipe)
+    check_encoding(encoding)
     store = _open(store)
     encoding = canonical_encoding(encoding)
     table = feature_key(recipe, encoding)
@@ -143,6 +144,7 @@ def attach_features(
     are read from the store. Battles with no texts use their ``meta_*`` counts when they have them.
     """
     check_recipe(recipe)
+    check_encoding(encoding)
     encoding = canonical_encoding(encoding)
     base = battles.drop([c for c in FEATURE_COLUMNS if c in battles.columns])
     keys = KEYS if "content_hash" in base.columns else ["battle_id"]

@@ -30,7 +30,7 @@ from arena_cli.features.registry import (
     STYLE_GROUPS,
     feature_columns,
 )
-from arena_cli.features.tokenizer import count_tokens, load_encoding
+from arena_cli.features.tokenizer import check_encoding, count_tokens, load_encoding
 
 #: Battles per batch: bounds the memory of intermediate texts whatever the input size.
 BATCH_ROWS = 20_000
@@ -189,6 +189,7 @@ def compute_features(
     with the number of battles done after each batch.
     """
     check_recipe(recipe)
+    check_encoding(encoding)
     if battles.height == 0:
         return pl.DataFrame(schema=features_schema())
     frames: list[pl.DataFrame] = []

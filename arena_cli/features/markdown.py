@@ -134,7 +134,7 @@ def clean_lmarena(texts: pl.Series) -> pl.Series:
     if positions.len() == 0:
         return texts
     cleaned = [lmarena_remove_code(t) for t in texts.gather(positions).to_list()]
-    return texts.scatter(positions, pl.Series(cleaned, dtype=pl.String))
+    return texts.clone().scatter(positions, pl.Series(cleaned, dtype=pl.String))  # scatter works in place
 
 
 def clean_fenced(texts: pl.Series) -> tuple[pl.Series, pl.Series]:
@@ -144,7 +144,7 @@ def clean_fenced(texts: pl.Series) -> tuple[pl.Series, pl.Series]:
     if positions.len() == 0:
         return texts, blocks
     done = [remove_fenced_code(t) for t in texts.gather(positions).to_list()]
-    cleaned = texts.scatter(positions, pl.Series([t for t, _ in done], dtype=pl.String))
+    cleaned = texts.clone().scatter(positions, pl.Series([t for t, _ in done], dtype=pl.String))  # scatter works in place
     return cleaned, blocks.scatter(positions, pl.Series([n for _, n in done], dtype=pl.Int64))
 
 

@@ -73,6 +73,13 @@ def _instructions(name: str, address: str) -> str:
 @lru_cache(maxsize=None)
 def load_encoding(name: str):
     """The tiktoken ``Encoding`` for ``name``, loaded offline, or :class:`EncodingUnavailableError`."""
+    return _load_cached(check_encoding(name))
+
+
+def check_encoding(name: str) -> str:
+    """The tiktoken name to load for ``name``; an unknown name raises :class:`EncodingUnavailableError`.
+
+    Checked up front even when no text needs tokenizing, so a typo never names a feature cache."""
     import tiktoken
 
     actual = OFFLINE_ALIASES.get(name, name)
@@ -80,7 +87,7 @@ def load_encoding(name: str):
     if actual not in known:
         public = sorted(n for n in known if n not in OFFLINE_ALIASES.values())
         raise EncodingUnavailableError(f"unknown encoding {name!r}; known: {', '.join(public)}")
-    return _load_cached(actual)
+    return actual
 
 
 def _load_cached(name: str):

@@ -159,13 +159,22 @@ def _conversation_from_typed(col: str, dtype: pl.DataType) -> pl.Expr | None:
     inner = dtype.inner if isinstance(dtype, pl.List) else None
     if isinstance(inner, pl.Struct) and {"role", "content"} <= {f.name for f in inner.fields}:
         return pl.col(col).list.eval(pl.struct(pl.element().struct.field("role").cast(pl.String), pl.element().struct.field("content").cast(pl.String))).cast(CONVERSATION)
+    if inner == pl.Null:  # only empty lists (or lists of nulls) were seen: an empty list is an empty conversation
+        return pl.when(pl.col(col).list.len() == 0).then(pl.col(col).cast(CONVERSATION))
     return None
 
 
 def _decode_json(series: pl.Series, dtype: pl.DataType) -> pl.Series:
-    """Decode JSON text to ``dtype``; rows that do not fit become null (found one by one only on failure)."""
+    """Decode JSON text to ``dtype``; rows that do not fit become null (found one by one only on failure).
+
+    Blank text is not JSON: it becomes null first (polars decodes an all-blank column to zero rows).
+    """
+    series = series.to_frame().select(pl.when(pl.first().str.strip_chars() != "").then(pl.first())).to_series().alias(series.name)
     try:
-        return series.str.json_decode(dtype)
+        decoded = series.str.json_decode(dtype)
+        if len(decoded) == len(series):
+            return decoded
+        raise ValueError("decoded length differs")
     except Exception:
         import json
 
@@ -362,7 +371,7 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
         if name in col:
             dtype = schema[col[name]]
             typed = _conversation_from_typed(col[name], dtype)
-            present = pl.col(col[name]).is_not_null()
+            present = _text(col[name], dtype).is_not_null() if dtype == pl.String else pl.col(col[name]).is_not_null()  # blank text is absent
             if typed is not None:
                 out[name] = typed
                 continue
@@ -457,9 +466,18 @@ def _raw_records(batch: pl.DataFrame, rows: pl.Series) -> pl.Series:
 
 # -- ids, hashes, duplicates ---------------------------------------------------------------------------------
 
-def _hash_column(values: pl.Series) -> pl.Series:
+HASH_CHUNK_ROWS = 25_000
+
+
+def _content_hashes(frame: pl.DataFrame) -> pl.Series:
+    """The content hash of every row. A chunk at a time: the texts hashed are long, and a whole batch of
+    them (as Python strings) would be the largest thing an ingest holds."""
     digest = hashlib.blake2b
-    return pl.Series([digest(v.encode(), digest_size=16).hexdigest() for v in values.to_list()], dtype=pl.String)
+    hashes: list[str] = []
+    for start in range(0, frame.height, HASH_CHUNK_ROWS):
+        texts = _content_text(frame.slice(start, HASH_CHUNK_ROWS)).to_list()
+        hashes.extend(digest(t.encode(), digest_size=16).hexdigest() for t in texts)
+    return pl.Series(hashes, dtype=pl.String)
 
 
 #: ``,"key":null`` and ``{"key":null,`` in compact JSON: an object member that is null is left out of the
@@ -496,7 +514,7 @@ def add_hashes(accepted: pl.DataFrame, occurrences: pl.DataFrame) -> tuple[pl.Da
     """Content hash of every row (all canonical fields and extras, not provenance) and an id for rows without
     one: ``sha-<hash>``, with ``~k`` for the k-th repeat of identical content in the same source (so appending
     to a growing log keeps every earlier id). ``occurrences`` carries the repeat counts across batches."""
-    frame = accepted.with_columns(_hash_column(_content_text(accepted)).alias("content_hash"))
+    frame = accepted.with_columns(_content_hashes(accepted).alias("content_hash"))
     missing = frame["battle_id"].is_null() | (frame["battle_id"] == "")
     if missing.any():
         frame = frame.with_columns(pl.int_range(pl.len()).alias("__order"))
@@ -512,22 +530,38 @@ def add_hashes(accepted: pl.DataFrame, occurrences: pl.DataFrame) -> tuple[pl.Da
     return frame, occurrences
 
 
+def _content_key(hashes: pl.Expr) -> pl.Expr:
+    # 64 bits of the content hash tell two contents of one id apart as well as 128, in half the memory.
+    return hashes.str.slice(0, 16).str.to_integer(base=16, dtype=pl.UInt64, strict=False)
+
+
+_NO_BATTLES = pl.DataFrame(schema={"battle_id": pl.String, "content_hash": pl.String})
+
+
+def seen_keys(battles: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
+    """What duplicate detection keeps of each battle already stored or accepted: (battle_id, content_key)."""
+    return battles.select("battle_id", _content_key(pl.col("content_hash")).alias("content_key"))
+
+
 def split_duplicates(frame: pl.DataFrame, seen: pl.DataFrame) -> tuple[pl.DataFrame, int, pl.DataFrame]:
     """Drop exact duplicates (same id, same content) and pull out conflicting ones (same id, other content).
 
-    The reference content of an id is the stored one (``seen``: the store and earlier batches) or else its
-    first occurrence in this batch. Returns (new rows, number of exact duplicates, conflicting rows).
+    The reference content of an id is the stored one (``seen``, from :func:`seen_keys`: the store and
+    earlier batches) or else its first occurrence in this batch. Returns (new rows, number of exact
+    duplicates, conflicting rows). Only the seen ids that occur in the batch are joined: ``seen`` grows
+    with the store, and a join would hash all of it for every batch.
     """
-    frame = frame.with_row_index("__order")
+    frame = frame.with_row_index("__order").with_columns(_content_key(pl.col("content_hash")).alias("__key"))
     firsts = frame.group_by("battle_id", maintain_order=True).agg(
-        pl.col("content_hash").first().alias("__batch_ref"), pl.col("__order").first().alias("__first")
+        pl.col("__key").first().alias("__batch_ref"), pl.col("__order").first().alias("__first")
     )
-    refs = firsts.join(seen.rename({"content_hash": "__seen_ref"}), on="battle_id", how="left")
+    known = seen.filter(pl.col("battle_id").is_in(firsts["battle_id"].implode())).unique("battle_id", keep="first")
+    refs = firsts.join(known.rename({"content_key": "__seen_ref"}), on="battle_id", how="left")
     checked = frame.join(refs, on="battle_id", how="left", maintain_order="left")
     reference = pl.coalesce("__seen_ref", "__batch_ref")
     is_new = pl.col("__seen_ref").is_null() & (pl.col("__order") == pl.col("__first"))
-    conflict = pl.col("content_hash") != reference
-    helpers = ["__order", "__batch_ref", "__first", "__seen_ref"]
+    conflict = pl.col("__key") != reference
+    helpers = ["__order", "__key", "__batch_ref", "__first", "__seen_ref"]
     new = checked.filter(is_new).drop(helpers)
     duplicates = checked.filter(~is_new & ~conflict).height
     conflicts = checked.filter(conflict).drop(helpers)
@@ -559,10 +593,9 @@ def stream(
 ) -> Iterator[tuple[SourceSummary, pl.DataFrame, pl.DataFrame]]:
     """The ingest stream: per batch, (summary so far, new canonical battles, quarantined rows).
 
-    ``seen`` holds (battle_id, content_hash) of battles already stored; it grows as batches are accepted.
+    ``seen`` is :func:`seen_keys` of the battles already stored; it grows as batches are accepted.
     """
     labels = check_sources(paths, options)
-    seen = seen.select("battle_id", "content_hash")
     for path in paths:
         summary = SourceSummary(str(path))
         plan: Plan | None = None
@@ -587,7 +620,7 @@ def stream(
                 rejected = pl.concat([rejected, invalid, conflict_rows])
                 accepted = conform(accepted)
                 summary.stored += accepted.height
-                seen = pl.concat([seen, accepted.select("battle_id", "content_hash")])
+                seen = pl.concat([seen, seen_keys(accepted)])
             yield summary, accepted, rejected
         if not batches:  # an empty source still gets its (zero) summary
             yield summary, conform(pl.DataFrame(schema=BATTLE_SCHEMA)), pl.DataFrame(schema=QUARANTINE_SCHEMA)
@@ -626,8 +659,7 @@ def read_sources(paths: list[Path], options: IngestOptions | None = None) -> Ing
     battles: list[pl.DataFrame] = []
     quarantine: list[pl.DataFrame] = []
     summaries: dict[str, SourceSummary] = {}
-    empty_seen = pl.DataFrame(schema={"battle_id": pl.String, "content_hash": pl.String})
-    for summary, accepted, rejected in stream(paths, options, empty_seen):
+    for summary, accepted, rejected in stream(paths, options, seen_keys(_NO_BATTLES)):
         summaries[summary.source] = summary
         if accepted.height:
             battles.append(accepted)
@@ -649,9 +681,8 @@ def ingest_to_store(store, paths: list[Path], options: IngestOptions | None = No
     options = options or IngestOptions()
     summaries: dict[str, SourceSummary] = {}
     with store.write(wait=lock_wait) as tx:
-        seen = store.read("battles", ["battle_id", "content_hash"])
-        if seen is None:
-            seen = pl.DataFrame(schema={"battle_id": pl.String, "content_hash": pl.String})
+        stored = store.scan("battles", ["battle_id", "content_hash"])
+        seen = seen_keys(_NO_BATTLES) if stored is None else seen_keys(stored).collect()
         old_quarantine = store.read("quarantine", ["source_file", "source_row", "reason", "raw"])
         pending: list[pl.DataFrame] = []
         pending_rows = 0
@@ -666,7 +697,7 @@ def ingest_to_store(store, paths: list[Path], options: IngestOptions | None = No
                 pending.append(accepted)
                 pending_rows += accepted.height
             if pending_rows >= PART_ROWS:
-                tx.add("battles", pl.concat(pending, how="diagonal_relaxed"))
+                tx.add("battles", pl.concat(pending, how="diagonal_relaxed", rechunk=False))
                 pending, pending_rows = [], 0
         rejected_all = pl.concat(rejected_parts) if rejected_parts else pl.DataFrame(schema=QUARANTINE_SCHEMA)
         if strict and rejected_all.height:
@@ -675,7 +706,7 @@ def ingest_to_store(store, paths: list[Path], options: IngestOptions | None = No
                 f"--strict: {rejected_all.height} row(s) rejected ({', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))}); the store is unchanged"
             )
         if pending:
-            tx.add("battles", pl.concat(pending, how="diagonal_relaxed"))
+            tx.add("battles", pl.concat(pending, how="diagonal_relaxed", rechunk=False))
         identity = ["source_file", "source_row", "reason", "raw"]
         rejected_all = rejected_all.unique(identity, keep="first", maintain_order=True)  # a source given twice
         if old_quarantine is not None and rejected_all.height:

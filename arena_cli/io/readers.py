@@ -93,7 +93,7 @@ class _Bad:
         )
 
 
-def _json_objects_frame(texts: list[str]) -> pl.DataFrame:
+def _json_objects_frame(data: bytes, lines: pl.Series) -> pl.DataFrame:
     """Parse JSON-object lines into a frame: every scalar field as text, nested fields with inferred types.
 
     Text for scalars makes a row's parse independent of the rows beside it: polars infers one type per
@@ -104,13 +104,12 @@ def _json_objects_frame(texts: list[str]) -> pl.DataFrame:
     unescaped, which would corrupt message texts. So a batch where one field is nested in some rows and
     not in others (polars would render those values as text) raises, for :func:`_python_objects_frame`.
     """
-    data = "\n".join(texts).encode()
     inferred = pl.scan_ndjson(io.BytesIO(data), infer_schema_length=None).collect_schema()
     if not inferred:
         return pl.DataFrame(schema={})
     schema = {k: t if t.is_nested() else pl.String for k, t in inferred.items()}
     frame = pl.read_ndjson(io.BytesIO(data), schema=schema)
-    if _rendered_nested(pl.Series(texts), frame, pl.Struct(schema)):
+    if _rendered_nested(lines, frame, pl.Struct(schema)):
         raise ValueError("a field is nested in some rows and not in others")
     return frame
 
@@ -183,45 +182,60 @@ def _python_objects_frame(rows: list[int], texts: list[str], bad: _Bad) -> pl.Da
         values.append(value)
     keys = dict.fromkeys(k for value in values for k in value)
     frame = pl.DataFrame({k: [_as_text(v.get(k)) for v in values] for k in keys}, schema={k: pl.String for k in keys})
-    return _numbered(frame, kept_rows, kept_texts)
+    return _numbered(frame, kept_rows, pl.Series(RAW, kept_texts, dtype=pl.String))
 
 
-def _parse_lines(source: str, rows: list[int], lines: list[bytes]) -> RawBatch:
-    """Lines of one batch -> frame; undecodable or unparseable lines go to quarantine, the rest survive."""
+def _parse_lines(source: str, rows: list[int], data: bytes) -> RawBatch:
+    """One batch of JSON lines (``data``: the non-blank lines, each ended by a newline; ``rows``: their line
+    numbers) -> frame; undecodable or unparseable lines go to quarantine, the rest survive.
+
+    The batch stays one block of bytes (no Python object per line) unless something is wrong with it."""
     bad = _Bad(source)
-    try:
-        texts = b"\n".join(lines).decode("utf-8").split("\n")
-    except UnicodeDecodeError:
+    lines = _lines_of(data, len(rows))
+    if lines is None:  # not all UTF-8 (or split unlike Python would): line by line
         good_rows, texts = [], []
-        for row, line in zip(rows, lines):
+        for row, line in zip(rows, data.split(b"\n")):
             try:
                 texts.append(line.decode("utf-8"))
                 good_rows.append(row)
             except UnicodeDecodeError as error:
                 bad.add(row, QuarantineReason.NON_UTF8, f"invalid UTF-8 byte at offset {error.start}", line)
-        rows = good_rows
-    if texts:
-        try:
-            frame = _numbered(_json_objects_frame(texts), rows, texts)
-        except Exception:
-            frame = _python_objects_frame(rows, texts, bad)
-    else:
-        frame = _numbered(pl.DataFrame(), [], [])
+        rows, lines = good_rows, pl.Series(RAW, texts, dtype=pl.String)
+        data = "".join(t + "\n" for t in texts).encode()
+    if not rows:
+        return RawBatch(_numbered(pl.DataFrame(), [], lines), bad.frame())
+    try:
+        frame = _numbered(_json_objects_frame(data, lines), rows, lines)
+    except Exception:
+        frame = _python_objects_frame(rows, lines.to_list(), bad)
     return RawBatch(frame, bad.frame())
 
 
-def _numbered(frame: pl.DataFrame, rows: list[int], texts: list[str]) -> pl.DataFrame:
-    """Add the row numbers and original texts (a frame of no fields, from ``{}`` lines, gets them alone)."""
+def _lines_of(data: bytes, count: int) -> pl.Series | None:
+    """The batch's lines as one text column, split by polars' CSV reader with a separator and no quoting
+    that JSON lines never contain (no Python object per line). None when the bytes are not UTF-8 or do
+    not split into exactly the expected lines."""
+    try:
+        lines = pl.read_csv(io.BytesIO(data), has_header=False, separator="\x1f", quote_char=None, schema={RAW: pl.String})[RAW]
+    except Exception:
+        return None
+    if lines.len() != count or lines.null_count() or lines.str.len_bytes().sum() + count != len(data):
+        return None
+    return lines
+
+
+def _numbered(frame: pl.DataFrame, rows: list[int], lines: pl.Series) -> pl.DataFrame:
+    """Add the row numbers and original lines (a frame of no fields, from ``{}`` lines, gets them alone)."""
     if frame.width and frame.height != len(rows):
         raise ValueError(f"read {frame.height} rows from {len(rows)} lines")
-    numbered = pl.DataFrame({ROW: pl.Series(rows, dtype=pl.Int64), RAW: pl.Series(texts, dtype=pl.String)})
+    numbered = pl.DataFrame({ROW: pl.Series(rows, dtype=pl.Int64), RAW: lines.cast(pl.String)})
     return pl.concat([frame, numbered], how="horizontal") if frame.width else numbered
 
 
 def read_jsonl(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBatch]:
     source = str(path)
     rows: list[int] = []
-    lines: list[bytes] = []
+    block = bytearray()
     with _open_binary(path) as handle:
         for number, line in enumerate(handle, start=1):
             line = line.rstrip(b"\r\n")
@@ -230,12 +244,21 @@ def read_jsonl(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[Raw
             if not line.strip():
                 continue
             rows.append(number)
-            lines.append(line)
-            if len(lines) >= batch_rows:
-                yield _parse_lines(source, rows, lines)
-                rows, lines = [], []
-    if lines:
-        yield _parse_lines(source, rows, lines)
+            block += line
+            block += b"\n"
+            if len(rows) >= batch_rows:
+                batch = _parse_lines(source, rows, bytes(block))
+                rows, block = [], bytearray()  # let go of this batch's lines before handing it on
+                yield batch
+    if rows:
+        yield _parse_lines(source, rows, bytes(block))
+
+
+def _record_line(record: Any) -> bytes:
+    try:
+        return json.dumps(record, ensure_ascii=False).encode() + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate escape: keep it escaped
+        return json.dumps(record).encode() + b"\n"
 
 
 def read_json_array(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBatch]:
@@ -254,8 +277,8 @@ def read_json_array(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterato
         raise InputError(f"{path}: expected a JSON array of battle objects")
     for start in range(0, len(records), batch_rows):
         chunk = records[start : start + batch_rows]
-        lines = [json.dumps(r, ensure_ascii=False).encode() for r in chunk]
-        yield _parse_lines(str(path), list(range(start + 1, start + 1 + len(chunk))), lines)
+        block = b"".join(_record_line(r) for r in chunk)
+        yield _parse_lines(str(path), list(range(start + 1, start + 1 + len(chunk))), block)
 
 
 class _RecordingLines:

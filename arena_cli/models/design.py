@@ -62,10 +62,11 @@ class Prepared:
 
 @dataclass(frozen=True)
 class Cells:
-    """The (ordered pair, outcome) cells of a battle set: what a resample of battles redistributes.
+    """The (pair, outcome) cells of a battle set: what a resample of battles redistributes.
 
-    ``of_battle`` maps each battle to its cell; ``size`` counts battles per cell; ``pair``/``outcome`` describe
-    each cell; ``pair_a``/``pair_b`` give the models of each ordered pair.
+    Which side a model was shown on does not enter a plain Bradley-Terry likelihood, so a pair is unordered:
+    ``pair_a`` < ``pair_b`` are its models, and a cell's ``outcome`` is coded from ``pair_a``'s side
+    (A_WINS: ``pair_a`` won). ``of_battle`` maps each battle to its cell; ``size`` counts battles per cell.
     """
 
     of_battle: np.ndarray
@@ -113,87 +114,115 @@ class Design:
 # --------------------------------------------------------------------------------------------- preparation
 
 
-def _style_matrix(frame: pl.DataFrame, terms: tuple[str, ...]) -> np.ndarray:
-    """(k, n) style terms before standardisation; NaN where a battle lacks a feature.
-
-    Feature groups and per-side counts use LMArena's transform d = (a - b) / (a + b + 1) on the per-side sums;
-    a numeric battle-level column (a user's covariate, e.g. a sentiment difference) is used as it is.
-    """
+def _style_exprs(frame: pl.DataFrame, terms: tuple[str, ...]) -> tuple[list[pl.Expr], list[bool]]:
+    """Per term: the per-side sums of a count feature (two columns) or a numeric battle column (one), and
+    whether the term is a count (transformed) or a covariate (used as it is)."""
     from arena_cli.features.registry import STYLE_GROUPS, side_columns
 
-    exprs = []
+    exprs, counted = [], []
     for term in terms:
         pairs = [side_columns(m) for m in STYLE_GROUPS.get(term, (term,))]
-        if all(a in frame.columns and b in frame.columns for a, b in pairs):
-            for column in (c for pair in pairs for c in pair):
+        columns = [c for pair in pairs for c in pair]
+        if all(c in frame.columns for c in columns):
+            for column in columns:
                 if not frame.schema[column].is_numeric():
                     raise InputError(f"style feature {term!r}: column {column!r} is {frame.schema[column]}, not numeric")
-            side_a = pl.sum_horizontal([pl.col(a).cast(pl.Float64) for a, _ in pairs])
-            side_b = pl.sum_horizontal([pl.col(b).cast(pl.Float64) for _, b in pairs])
-            if frame.select(pl.min_horizontal(side_a.min(), side_b.min()) < 0).item():
-                raise InputError(
-                    f"style feature {term!r}: negative per-side values; the (a - b)/(a + b + 1) transform needs counts. "
-                    f"Give a signed covariate as one battle-level column instead (e.g. {term}_diff)."
-                )
-            null = pl.any_horizontal([pl.col(c).is_null() for pair in pairs for c in pair])
-            exprs.append(pl.when(null).then(None).otherwise((side_a - side_b) / (side_a + side_b + 1.0)).alias(term))
+            for side in (0, 1):
+                exprs.append(pl.sum_horizontal([pl.col(p[side]) for p in pairs], ignore_nulls=False).cast(pl.Float64))
+            counted.append(True)
         elif term in frame.columns and term not in STYLE_GROUPS:
             if not frame.schema[term].is_numeric():
                 raise InputError(f"style covariate {term!r} is {frame.schema[term]}, not numeric")
-            exprs.append(pl.col(term).cast(pl.Float64).alias(term))
+            exprs.append(pl.col(term).cast(pl.Float64))
+            counted.append(False)
         else:
-            needed = ", ".join(c for pair in pairs for c in pair)
             raise InputError(
-                f"style feature {term!r}: the battles have no {needed} columns"
+                f"style feature {term!r}: the battles have no {', '.join(columns)} columns"
                 + ("" if term in STYLE_GROUPS else f" and no numeric column {term!r}")
                 + " (feature groups: length, header, list, bold; or any <name>_a/<name>_b count pair or numeric column)"
             )
-    return np.ascontiguousarray(frame.select(exprs).to_numpy().T, dtype=np.float64)
+    return exprs, counted
+
+
+def _style_values(columns: list[np.ndarray], terms: tuple[str, ...], counted: list[bool], n: int) -> np.ndarray:
+    """(k, n) style terms before standardisation, NaN where a battle lacks a feature.
+
+    Counts use LMArena's transform d = (a - b) / (a + b + 1) on the per-side sums; a numeric battle-level
+    column (a user's covariate, e.g. a sentiment difference) is used as it is.
+    """
+    X = np.empty((len(terms), n))
+    position = 0
+    for row, (term, is_count) in enumerate(zip(terms, counted)):
+        if not is_count:
+            X[row] = columns[position]
+            position += 1
+            continue
+        side_a, side_b = columns[position], columns[position + 1]
+        position += 2
+        if (side_a < 0).any() or (side_b < 0).any():
+            raise InputError(
+                f"style feature {term!r}: negative per-side values; the (a - b)/(a + b + 1) transform needs counts. "
+                f"Give a signed covariate as one battle-level column instead (e.g. {term}_diff)."
+            )
+        np.divide(side_a - side_b, side_a + side_b + 1.0, out=X[row])
+    return X
 
 
 #: Outcome labels -> codes; DROP marks votes left out by --ties drop / --both-bad drop.
 DROP, UNKNOWN = -2, -1
 
 
-def _outcome_codes(outcome: pl.Series, options: FitOptions) -> np.ndarray:
+def _outcome_expr(options: FitOptions) -> pl.Expr:
     tie = DROP if options.ties is Ties.drop else TIE
     both_bad = DROP if options.both_bad is BothBad.drop else tie
     mapping = {"model_a": A_WINS, "model_b": B_WINS, "tie": tie, "both_bad": both_bad}
-    codes = outcome.replace_strict(mapping, default=UNKNOWN, return_dtype=pl.Int8).to_numpy()
-    if (codes == UNKNOWN).any():
-        labels = sorted(outcome.filter(pl.Series(codes == UNKNOWN)).unique().to_list())
-        raise InputError(
-            f"{int((codes == UNKNOWN).sum())} battle(s) have an unknown outcome {labels[:5]}; expected model_a, model_b, tie, both_bad"
-        )
-    return codes
+    return pl.col("outcome").cast(pl.String).replace_strict(mapping, default=UNKNOWN, return_dtype=pl.Int8)
 
 
-def _model_codes(frame: pl.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Sorted model names and each battle's model indices (strings are hashed once, then it is all integers)."""
-    names = pl.concat([frame["model_a"].cast(pl.String).unique(), frame["model_b"].cast(pl.String).unique()]).unique().sort()
-    enum = pl.Enum(names)
-    a = frame["model_a"].cast(pl.String).cast(enum).to_physical().to_numpy().astype(np.int64)
-    b = frame["model_b"].cast(pl.String).cast(enum).to_physical().to_numpy().astype(np.int64)
-    return names.to_list(), a, b
-
-
-def prepare(frame: pl.DataFrame, options: FitOptions) -> Prepared:
-    """Validate, encode and filter battles; exclude models without a finite MLE (with the reason)."""
-    options = options.resolved()
+def _encode(frame: pl.DataFrame, options: FitOptions, terms: tuple[str, ...]):
+    """Every per-battle string is looked at once, in one parallel polars pass: model and outcome codes, the
+    style columns and the cluster codes as numpy arrays."""
     for column in ("model_a", "model_b", "outcome"):
         if column not in frame.columns:
             raise InputError(f"battles have no {column!r} column (columns: {', '.join(frame.columns)})")
     if options.cluster and options.cluster not in frame.columns:
         raise InputError(f"--cluster {options.cluster!r}: no such column (columns: {', '.join(frame.columns)})")
-    if frame.select(pl.any_horizontal(pl.col("model_a", "model_b", "outcome").is_null().any())).item():
+    seen = frame.select(
+        pl.col("model_a").cast(pl.String).unique().implode(),
+        pl.col("model_b").cast(pl.String).unique().implode(),
+        pl.any_horizontal(pl.col("model_a", "model_b", "outcome").is_null().any()).alias("null"),
+    ).row(0)
+    if seen[2]:
         raise InputError("some battles have no model_a, model_b or outcome")
-    warnings: list[str] = []
+    names = sorted(set(seen[0]) | set(seen[1]))
+    enum = pl.Enum(names)
+    style, counted = _style_exprs(frame, terms)
+    encoded = frame.select(
+        pl.col("model_a").cast(pl.String).cast(enum).to_physical().alias("_a"),
+        pl.col("model_b").cast(pl.String).cast(enum).to_physical().alias("_b"),
+        _outcome_expr(options).alias("_outcome"),
+        *(e.alias(f"_style{i}") for i, e in enumerate(style)),
+        *([pl.col(options.cluster).rank("dense").fill_null(0).cast(pl.Int64).alias("_cluster")] if options.cluster else []),
+    )
+    outcome = encoded["_outcome"].to_numpy()
+    if (outcome == UNKNOWN).any():
+        labels = sorted(frame["outcome"].filter(pl.Series(outcome == UNKNOWN)).cast(pl.String).unique().to_list())
+        raise InputError(
+            f"{int((outcome == UNKNOWN).sum())} battle(s) have an unknown outcome {labels[:5]}; expected model_a, model_b, tie, both_bad"
+        )
+    a = encoded["_a"].to_numpy().astype(np.int64)
+    b = encoded["_b"].to_numpy().astype(np.int64)
+    X = _style_values([encoded[f"_style{i}"].to_numpy() for i in range(len(style))], terms, counted, frame.height)
+    cluster = _alone_clusters(encoded["_cluster"].to_numpy()) if options.cluster else None
+    return names, a, b, outcome, X, cluster
 
-    names, a, b = _model_codes(frame)
-    outcome = _outcome_codes(frame["outcome"], options)
+
+def prepare(frame: pl.DataFrame, options: FitOptions) -> Prepared:
+    """Validate, encode and filter battles; exclude models without a finite MLE (with the reason)."""
+    options = options.resolved()
     terms = parse_style(options.style)
-    X = _style_matrix(frame, terms) if terms else np.zeros((0, frame.height))
-    cluster = _cluster_codes(frame[options.cluster]) if options.cluster else None
+    names, a, b, outcome, X, cluster = _encode(frame, options, terms)
+    warnings: list[str] = []
 
     counted = outcome != DROP
     self_battle = a == b
@@ -233,9 +262,9 @@ def prepare(frame: pl.DataFrame, options: FitOptions) -> Prepared:
     )
 
 
-def _cluster_codes(column: pl.Series) -> np.ndarray:
-    """Integer cluster codes; a battle with no cluster value is a cluster of its own."""
-    codes = column.rank("dense").fill_null(0).cast(pl.Int64).to_numpy().copy()
+def _alone_clusters(codes: np.ndarray) -> np.ndarray:
+    """Dense cluster codes (1..G, 0 where the cluster value is missing): a battle without one is its own cluster."""
+    codes = codes.copy()
     alone = codes == 0
     codes[alone] = codes.max(initial=0) + 1 + np.arange(int(alone.sum()))
     return codes
@@ -246,10 +275,11 @@ def _finish_features(X: np.ndarray, names: list[str], normalize: bool, warnings:
     if not names:
         return X, names
     if normalize:
-        mean = X.mean(axis=1, keepdims=True)
-        sd = X.std(axis=1, keepdims=True)
-        informative = sd[:, 0] > 1e-12 * np.maximum(1.0, np.abs(mean[:, 0]))
-        X = (X - mean) / np.where(informative[:, None], sd, 1.0)
+        mean = X.mean(axis=1)
+        X = X - mean[:, None]
+        sd = np.sqrt(np.einsum("kn,kn->k", X, X) / X.shape[1])
+        informative = sd > 1e-12 * np.maximum(1.0, np.abs(mean))
+        X /= np.where(informative, sd, 1.0)[:, None]
     else:
         informative = np.any(X != 0, axis=1)
     for name, ok in zip(names, informative):
@@ -380,10 +410,13 @@ def _codes(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def cells(prepared: Prepared) -> Cells:
-    """The (ordered pair, outcome) cells of the prepared battles, in sorted order."""
+    """The (unordered pair, outcome) cells of the prepared battles, in sorted order."""
     M = prepared.n_models
-    pair_keys, pair_of_battle = _codes(prepared.a * M + prepared.b, M * M)
-    cell_keys, of_battle = _codes(pair_of_battle * 3 + prepared.outcome, pair_keys.size * 3)
+    a, b = prepared.a, prepared.b
+    swapped = a > b
+    pair_keys, pair_of_battle = _codes(np.where(swapped, b, a) * M + np.where(swapped, a, b), M * M)
+    outcome = np.where(swapped, A_WINS - prepared.outcome, prepared.outcome)
+    cell_keys, of_battle = _codes(pair_of_battle * 3 + outcome, pair_keys.size * 3)
     return Cells(
         of_battle=of_battle,
         size=np.bincount(of_battle, minlength=cell_keys.size).astype(np.float64),
@@ -394,16 +427,18 @@ def cells(prepared: Prepared) -> Cells:
     )
 
 
-def design(prepared: Prepared, cell_index: Cells, reweight: bool = False) -> Design:
+def design(prepared: Prepared, cell_index: Cells, weight: np.ndarray | None = None) -> Design:
     """Per-battle rows with features; aggregated rows (cells, or cluster × cell) without.
 
-    ``reweight``: per-battle weights 1 / max(n_pair, 50), normalised to mean 1 (else 1).
+    ``weight``: per-battle analysis weights (:func:`pair_weights` to reweight; default 1).
     """
-    weight = pair_weights(prepared.a, prepared.b, prepared.n_models) if reweight else np.ones(prepared.n_battles)
+    weight = np.ones(prepared.n_battles) if weight is None else weight
     if prepared.features.shape[0]:
+        # style features are signed by side, so battle rows keep their ordered pair
+        M = prepared.n_models
+        pair_keys, row_pair = _codes(prepared.a * M + prepared.b, M * M)
         return Design(
-            n_models=prepared.n_models, pair_a=cell_index.pair_a, pair_b=cell_index.pair_b,
-            row_pair=cell_index.pair[cell_index.of_battle], row_outcome=prepared.outcome,
+            n_models=M, pair_a=pair_keys // M, pair_b=pair_keys % M, row_pair=row_pair, row_outcome=prepared.outcome,
             row_count=np.ones(prepared.n_battles), row_weight=weight, X=prepared.features,
             row_cell=cell_index.of_battle, row_cluster=prepared.cluster, aggregated=False,
         )

@@ -50,15 +50,29 @@ def load_fit_battles(
     columns += [c for t in covariates for c in (t, *side_columns(t))]
     feature_columns = [c for f in features for c in side_columns(f)]
     if features:
-        columns += ["battle_id", "content_hash", *feature_columns]
+        columns += feature_columns
         if sources:
-            columns += ["conversation_a", "conversation_b", *META_COLUMNS]
+            # features are computed from the files' texts or LMArena metadata, matched to battles by their keys
+            columns += ["battle_id", "content_hash", "conversation_a", "conversation_b", *META_COLUMNS]
+        elif not _stored(store, feature_columns):
+            columns += ["battle_id", "content_hash"]  # cached or computed from the store's own texts
     battles = load_battles(sources, store, columns=columns, where=where, models=models, exclude_models=exclude_models)
     if features and not _complete(battles, feature_columns):
+        if "battle_id" not in battles.columns:  # stored counts with gaps: fill them like any other battles
+            columns += ["battle_id", "content_hash"]
+            battles = load_battles(sources, store, columns=columns, where=where, models=models, exclude_models=exclude_models)
         from arena_cli.features import attach_features
 
         battles = attach_features(battles, store=None if sources else store, recipe=recipe, encoding=encoding)
     return battles
+
+
+def _stored(store: Path | None, columns: list[str]) -> bool:
+    """Whether the store's battles carry these columns themselves (votes ingested with precomputed counts)."""
+    from arena_cli.io.store import Store
+
+    lazy = Store.open(store).scan("battles")
+    return lazy is not None and set(columns) <= set(lazy.collect_schema().names())
 
 
 def _complete(battles: pl.DataFrame, columns: list[str]) -> bool:

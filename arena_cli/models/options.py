@@ -78,6 +78,19 @@ class FitOptions:
     solver: Solver = Solver.newton
     workers: int | None = None
 
+    def __post_init__(self) -> None:
+        """Accept plain strings for the choices (``ci="sandwich"``), as the CLI's enums are str enums."""
+        for name, kind in (("ties", Ties), ("both_bad", BothBad), ("ci", CIMethod), ("solver", Solver), ("compat", Compat)):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, kind):
+                try:
+                    object.__setattr__(self, name, kind(value))
+                except ValueError:
+                    choices = ", ".join(k.value for k in kind)
+                    raise InputError(f"{name.replace('_', '-')} {value!r}: expected one of {choices}") from None
+        if self.anchor is not None:
+            object.__setattr__(self, "anchor", (str(self.anchor[0]), float(self.anchor[1])))
+
     def resolved(self) -> FitOptions:
         """Concrete values for every ``None`` field, from the compat preset or the plain defaults."""
         styled = parse_style(self.style) != ()

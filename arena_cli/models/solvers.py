@@ -13,13 +13,13 @@ the mean log-likelihood scale (arena-rank's ``reg``), λ on the summed scale. β
 common shift; the solver fixes the gauge Σβ = 0 by adding a rank-one term along the null direction of the
 Hessian, which leaves the Newton step unchanged and makes the system positive definite.
 
-Per-row sums use ``np.bincount`` and ``np.einsum`` rather than BLAS: single-threaded (bootstrap workers run in
-parallel processes and must not oversubscribe the cores) and with a fixed summation order on every machine.
+Model-shaped sums use ``np.bincount`` over pairs; the few dense products (features × battles) use BLAS, which
+the engine keeps single-threaded (``arena_cli.models.blas``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -28,9 +28,11 @@ from arena_cli.models.design import Design
 
 @dataclass(frozen=True)
 class Solution:
+    """θ at the maximum, and the per-row terms there (reused by the sandwich; None from statsmodels)."""
+
     theta: np.ndarray
     iterations: int
-    loglik: float
+    terms: _RowTerms | None = None
 
 
 @dataclass
@@ -68,22 +70,29 @@ class Problem:
         beta = theta[: self.M]
         d = (beta[self.design.pair_a] - beta[self.design.pair_b])[self.design.row_pair]
         if self.k:
-            d = d + np.einsum("k,kn->n", theta[self.M : self.M + self.k], self.design.X)
+            d = d + theta[self.M : self.M + self.k] @ self.design.X
         return d
 
     def ridge_sum(self, count: np.ndarray) -> float:
         """λ on the summed scale for a resample with these battle counts."""
         return self.ridge * float(count.sum())
 
-    def terms(self, theta: np.ndarray, cw: np.ndarray, ridge_sum: float) -> _RowTerms:
+    def terms(self, theta: np.ndarray, cw: np.ndarray, ridge_sum: float, objective: bool = True) -> _RowTerms:
+        """Per-row terms at θ; ``objective=False`` skips the log-likelihood (NaN), 40% of the cost, when no line
+        search needs it."""
         d = self.predictor(theta)
         penalty = 0.5 * ridge_sum * float(theta[self.M : self.M + self.k] @ theta[self.M : self.M + self.k])
         if not self.davidson:
             e = np.exp(-np.abs(d))
             q = 1.0 / (1.0 + e)
-            p = np.where(d >= 0, q, e * q)  # P(a wins), accurate in both tails
-            loglik = self.y * d - (np.maximum(d, 0.0) + np.log1p(e))
-            return _RowTerms(float(np.einsum("n,n->", cw, loglik)) - penalty, self.y - p, p * (1.0 - p))
+            eq = e * q
+            p = np.where(d >= 0, q, eq)  # P(a wins), accurate in both tails
+            value = np.nan
+            if objective:
+                softplus = np.log1p(e)
+                softplus += np.maximum(d, 0.0)
+                value = float(cw @ (self.y * d - softplus)) - penalty
+            return _RowTerms(value, self.y - p, eq * q)  # p(1 - p) = e / (1 + e)²
         tau = theta[-1]
         half = 0.5 * d
         m = np.maximum(np.abs(half), tau)
@@ -93,7 +102,7 @@ class Problem:
         loglik = np.where(self.is_tie > 0, tau, self.u * d) - (m + np.log(z))
         diff = pa - pb
         return _RowTerms(
-            objective=float(np.einsum("n,n->", cw, loglik)) - penalty,
+            objective=float(cw @ loglik) - penalty,
             s_d=self.u - 0.5 * diff,
             h_dd=0.25 * (pa + pb) - 0.25 * diff * diff,
             s_t=self.is_tie - pt,
@@ -112,7 +121,7 @@ class Problem:
         out = np.empty(self.n_params)
         out[: self.M] = self._model_sums(w_d)
         if self.k:
-            out[self.M : self.M + self.k] = np.einsum("kn,n->k", self.design.X, w_d)
+            out[self.M : self.M + self.k] = self.design.X @ w_d
         if self.davidson:
             out[-1] = w_t.sum()
         return out
@@ -135,12 +144,12 @@ class Problem:
             cross = np.stack([self._model_sums(weighted[j]) for j in range(k)], axis=1)
             out[:M, M : M + k] = cross
             out[M : M + k, :M] = cross.T
-            out[M : M + k, M : M + k] = np.einsum("in,jn->ij", weighted, self.design.X)
+            out[M : M + k, M : M + k] = weighted @ self.design.X.T
         if self.davidson:
             bt = self._model_sums(w_dt)
             out[:M, -1] = out[-1, :M] = bt
             if k:
-                out[M : M + k, -1] = out[-1, M : M + k] = np.einsum("kn,n->k", self.design.X, w_dt)
+                out[M : M + k, -1] = out[-1, M : M + k] = self.design.X @ w_dt
             out[-1, -1] = w_tt.sum()
         return out
 
@@ -177,14 +186,19 @@ def newton(
     count: np.ndarray,
     *,
     theta0: np.ndarray | None = None,
+    terms0: _RowTerms | None = None,
     active: np.ndarray | None = None,
-    tol: float = 1e-10,
+    tol: float = 1e-6,
     max_iter: int = 100,
 ) -> Solution:
-    """Damped Newton to the maximum of the objective; stops once a full step moves no parameter by ``tol``.
+    """Damped Newton to the maximum of the objective.
+
+    Stops after a full Newton step that moved no parameter by more than ``tol``: convergence is quadratic
+    there, so the remaining error is of order tol² (1e-12 by default; the gradient is then ~1e-10 per battle).
 
     ``count`` is the number of battles per row (a bootstrap resample changes it); ``active`` marks the models
-    to fit (others must have zero counts); their β stay 0.
+    to fit (others must have zero counts); their β stay 0. ``terms0``: the per-row terms at ``theta0`` (they do
+    not depend on the counts, so a bootstrap round reuses the full-data fit's).
     """
     design = problem.design
     cw = count * design.row_weight
@@ -198,7 +212,10 @@ def newton(
     else:
         theta = theta0.copy()
         theta[: problem.M][~active] = 0.0
-    terms = problem.terms(theta, cw, ridge_sum)
+    if terms0 is not None and active.all():
+        terms = replace(terms0, objective=np.nan)  # the objective depends on the counts: recomputed if needed
+    else:
+        terms = problem.terms(theta, cw, ridge_sum)
     for iteration in range(1, max_iter + 1):
         g = problem.gradient(theta, terms, cw, ridge_sum)
         J, keep = gauge_fixed(problem.information(terms, cw, ridge_sum), active)
@@ -208,20 +225,36 @@ def newton(
             step_free = np.linalg.lstsq(J, g[keep], rcond=None)[0]
         step = np.zeros_like(theta)
         step[keep] = step_free
-        slack = 1e-12 * (1.0 + abs(terms.objective))
-        length = 1.0
-        while True:
-            trial = theta + length * step
-            trial_terms = problem.terms(trial, cw, ridge_sum)
-            if trial_terms.objective >= terms.objective - slack or length < 1e-8:
-                break
-            length *= 0.5
-        theta, terms = trial, trial_terms
-        if np.max(np.abs(length * step)) < tol:
+        size = float(np.max(np.abs(step)))
+        if size < TRUSTED_STEP:
+            # close to the maximum the quadratic model is accurate: take the full step, no line search
+            length, theta = 1.0, theta + step
+            terms = problem.terms(theta, cw, ridge_sum, objective=False)
+        else:
+            length, theta, terms = _line_search(problem, theta, terms, step, cw, ridge_sum)
+        if length == 1.0 and size < tol:
             break
     beta = theta[: problem.M]
-    beta[active] -= beta[active].mean()
-    return Solution(theta=theta, iterations=iteration, loglik=terms.objective)
+    beta[active] -= beta[active].mean()  # exact Σβ = 0 (the predictor, and so ``terms``, are unchanged)
+    return Solution(theta=theta, iterations=iteration, terms=terms)
+
+
+#: A Newton step moving no parameter by more than this (log-odds) is taken in full without a line search.
+TRUSTED_STEP = 0.05
+
+
+def _line_search(problem: Problem, theta, terms, step, cw, ridge_sum):
+    """Backtracking on the objective: halve the step until the objective does not decrease."""
+    if np.isnan(terms.objective):
+        terms = problem.terms(theta, cw, ridge_sum)
+    slack = 1e-12 * (1.0 + abs(terms.objective))
+    length = 1.0
+    while True:
+        trial = theta + length * step
+        trial_terms = problem.terms(trial, cw, ridge_sum)
+        if trial_terms.objective >= terms.objective - slack or length < 1e-8:
+            return length, trial, trial_terms
+        length *= 0.5
 
 
 # ------------------------------------------------------------------------------ statsmodels (reference)
@@ -262,7 +295,7 @@ def statsmodels_fit(problem: Problem, count: np.ndarray, active: np.ndarray | No
     theta[fitted[1:]] = params[:n_models]
     theta[fitted] -= theta[fitted].mean()
     theta[M:] = params[n_models:]
-    return Solution(theta=theta, iterations=0, loglik=problem.terms(theta, cw, ridge_sum).objective)
+    return Solution(theta=theta, iterations=0)
 
 
 def _generic_fit(problem: Problem, Z: np.ndarray, first_style: int, outcome: np.ndarray, weight: np.ndarray, ridge_sum: float) -> np.ndarray:

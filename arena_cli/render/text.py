@@ -126,5 +126,7 @@ def print_rich(doc: Document) -> None:
     from rich.console import Console
 
     console = Console()
+    if not console.is_terminal:  # piped: as wide as a table file, not squeezed to 80 columns
+        console = Console(width=200)
     for rich_table in rich_tables(doc, terminal=console.is_terminal):
         console.print(rich_table)

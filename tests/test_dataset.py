@@ -1,0 +1,84 @@
+"""`dataset.load_battles`: from a store or straight from files, only the needed columns, filtered."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from arena_cli.dataset import load_battles
+from arena_cli.errors import ExitCode, InputError, NoDataError
+from arena_cli.io.ingest import ingest_to_store
+from arena_cli.io.store import Store
+
+VOTES = [
+    {"question_id": f"q{i}", "model_a": "abc"[i % 3], "model_b": "bcd"[i % 3], "winner": ["model_a", "model_b", "tie"][i % 3],
+     "language": ["English", "German"][i % 2], "turn": 1 + i % 3, "tstamp": 1.7e9 + i}
+    for i in range(12)
+]
+
+
+@pytest.fixture
+def votes(tmp_path):
+    path = tmp_path / "votes.jsonl"
+    path.write_text("".join(json.dumps(v) + "\n" for v in VOTES) + "{junk\n")
+    return path
+
+
+@pytest.fixture
+def store(tmp_path, votes):
+    opened = Store.open(tmp_path / "s", create=True)
+    ingest_to_store(opened, [votes])
+    return opened.root
+
+
+def test_store_and_files_give_the_same_battles(store, votes):
+    from_store = load_battles(store=store).sort("battle_id")
+    from_files = load_battles([votes]).sort("battle_id")
+    assert from_store.equals(from_files)
+    assert from_store.height == 12
+
+
+def test_files_win_over_the_store(tmp_path, store):
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"model_a": "x", "model_b": "y", "winner": "tie"}) + "\n")
+    assert load_battles([other], store=store)["model_a"].to_list() == ["x"]
+
+
+def test_only_the_requested_columns_and_those_the_filter_names(store, votes):
+    for source in ({"store": store}, {"sources": [votes]}):
+        frame = load_battles(**source, columns=["model_a", "model_b", "outcome"], where="turn > 1 AND language = 'German'")
+        assert frame.columns == ["model_a", "model_b", "outcome", "turn", "language"]
+        assert frame.height == len([v for v in VOTES if v["turn"] > 1 and v["language"] == "German"])
+
+
+def test_model_filters(store):
+    assert set(load_battles(store=store, models=["a", "b"])[["model_a", "model_b"]].rows()) == {("a", "b")}
+    kept = load_battles(store=store, exclude_models=["d"])
+    assert "d" not in set(kept["model_a"]) | set(kept["model_b"]) and kept.height == 8
+
+
+@pytest.mark.parametrize(("where", "message"), [
+    ("language = = 'x'", "not a valid SQL expression"),
+    ("colour = 'red'", "unknown column"),
+    ("model_a > 3 +", "not a valid SQL expression"),
+])
+def test_bad_filters_are_input_errors(store, where, message):
+    with pytest.raises(InputError, match=message) as caught:
+        load_battles(store=store, columns=["model_a"], where=where)
+    assert caught.value.exit_code == ExitCode.INPUT == 3
+
+
+def test_nothing_left_is_no_data(tmp_path, store):
+    with pytest.raises(NoDataError):
+        load_battles(store=store, where="language = 'Klingon'")
+    with pytest.raises(NoDataError):
+        load_battles(store=store, models=["a", "zzz"], exclude_models=["b"])
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text("{junk\n")
+    only_quarantine = Store.open(tmp_path / "junk-store", create=True)
+    ingest_to_store(only_quarantine, [junk])
+    with pytest.raises(NoDataError, match="no battles yet"):
+        load_battles(store=only_quarantine.root)
+    with pytest.raises(InputError, match="no store"):
+        load_battles(store=tmp_path / "missing")

@@ -1,0 +1,303 @@
+"""Ingest dialects (FastChat / LMArena, arena-human-preference, Kaggle, mapped logs): canonical rows,
+every rejected row quarantined with its reason and original content, ids and content hashes."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+from collections import Counter
+
+import polars as pl
+import pytest
+
+from arena_cli.errors import InputError
+from arena_cli.io.ingest import IngestOptions, read_sources
+from arena_cli.schema import BATTLE_SCHEMA, CANONICAL, META_COLUMNS
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def write_csv(path, header, rows):
+    with open(path, "w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def conv(question, answer):
+    return [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+
+
+def side_meta(side, tokens, headers, ordered, unordered, star, underscore):
+    return {
+        f"sum_assistant_{side}_tokens": tokens,
+        f"header_count_{side}": {f"h{i + 1}": n for i, n in enumerate(headers)},
+        f"list_count_{side}": {"ordered": ordered, "unordered": unordered},
+        f"bold_count_{side}": {"**": star, "__": underscore},
+    }
+
+
+FASTCHAT = [
+    {"model_a": "gpt-4", "model_b": "claude-2", "winner": "model_a", "judge": "arena_user_1", "turn": 1, "anony": True,
+     "language": "English", "tstamp": 1700000000.25, "conversation_a": conv("hi", "# Hello\n**bold**"),
+     "conversation_b": conv("hi", "hey"),
+     "conv_metadata": {**side_meta("a", 12, [1, 0, 0, 0, 0, 0], 0, 2, 1, 0), **side_meta("b", 3, [0, 0, 0, 0, 0, 1], 4, 0, 0, 5)}},
+    {"model_a": "claude-2", "model_b": "llama-2", "winner": "tie (bothbad)", "judge": "arena_user_2", "turn": 2, "anony": False,
+     "language": "German", "tstamp": 1700000100},
+    {"model_a": "llama-2", "model_b": "gpt-4", "winner": "tie", "judge": "arena_user_1", "turn": 1, "anony": True,
+     "language": "English", "tstamp": 1700000200},
+]
+
+
+def summary(result):
+    (only,) = result.summaries
+    return only.as_dict()
+
+
+def test_fastchat_json_array_and_jsonl_give_the_same_battles(tmp_path):
+    (tmp_path / "b.json").write_text(json.dumps(FASTCHAT))
+    write_jsonl(tmp_path / "b.jsonl", FASTCHAT)
+    from_array = read_sources([tmp_path / "b.json"]).battles
+    from_lines = read_sources([tmp_path / "b.jsonl"]).battles
+    assert from_array.drop("source_file").equals(from_lines.drop("source_file"))
+    assert from_array.columns == list(CANONICAL)
+    assert from_array.schema == pl.Schema(BATTLE_SCHEMA)
+    first = from_array.row(0, named=True)
+    assert (first["outcome"], first["turn"], first["anony"], first["judge"]) == ("model_a", 1, True, "arena_user_1")
+    assert first["timestamp"].isoformat() == "2023-11-14T22:13:20.250000+00:00"
+    assert first["conversation_a"] == conv("hi", "# Hello\n**bold**")
+    meta = {c: first[c] for c in META_COLUMNS}
+    assert meta["meta_tokens_a"] == 12 and meta["meta_h1_a"] == 1 and meta["meta_unordered_a"] == 2 and meta["meta_bold_star_a"] == 1
+    assert meta["meta_tokens_b"] == 3 and meta["meta_h6_b"] == 1 and meta["meta_ordered_b"] == 4 and meta["meta_bold_underscore_b"] == 5
+    assert from_array["outcome"].to_list() == ["model_a", "both_bad", "tie"]
+    assert from_array[1, "meta_tokens_a"] is None  # no conv_metadata: null, not zero
+
+
+def test_arena_human_preference_parquet_typed_columns(tmp_path):
+    path = tmp_path / "ahp.parquet"
+    pl.DataFrame({
+        "question_id": ["q1", "q2", "q3", "q4", "q5"],
+        "model_a": ["a", "b", "a", "c", "b"],
+        "model_b": ["b", "c", "c", "a", "a"],
+        "winner": ["model_a", "model_b", "tie", "tie (bothbad)", "both_bad"],
+        "conversation_a": [conv("q", "x")] * 5,
+        "conversation_b": [conv("q", "y")] * 5,
+        "turn": [1, 1, 2, 1, 3],
+        "anony": [True, True, False, True, True],
+        "language": ["English"] * 5,
+        "tstamp": [1.7e9, 1.7e9 + 1, 1.7e9 + 2, 1.7e9 + 3, 1.7e9 + 4],
+        "is_code": [False, True, False, False, True],
+    }).write_parquet(path)
+    result = read_sources([path])
+    battles = result.battles
+    assert summary(result)["stored"] == 5
+    assert battles["battle_id"].to_list() == ["q1", "q2", "q3", "q4", "q5"]
+    assert battles["outcome"].to_list() == ["model_a", "model_b", "tie", "both_bad", "both_bad"]
+    assert battles["turn"].to_list() == [1, 1, 2, 1, 3]
+    assert battles["conversation_b"][0].to_list() == conv("q", "y")
+    assert battles["is_code"].to_list() == [False, True, False, False, True]  # an extra column, kept
+
+
+def test_kaggle_csv_one_hot_winner_and_turn_lists(tmp_path):
+    path = write_csv(tmp_path / "train.csv", ["id", "model_a", "model_b", "prompt", "response_a", "response_b", "winner_model_a", "winner_model_b", "winner_tie"], [
+        ["1", "gpt", "claude", json.dumps(["hi", "more"]), json.dumps(["hello", "ok"]), json.dumps(["yo", None]), "1", "0", "0"],
+        ["2", "gpt", "claude", json.dumps(["hi"]), json.dumps(["hello"]), json.dumps(["yo"]), "0", "1", "0"],
+        ["3", "gpt", "claude", json.dumps(["hi"]), json.dumps(["hello"]), json.dumps(["yo"]), "0", "0", "1"],
+        ["4", "gpt", "claude", json.dumps(["hi"]), json.dumps(["hello"]), json.dumps(["yo"]), "0", "0", "0"],
+        ["5", "gpt", "claude", json.dumps(["hi"]), json.dumps(["hello"]), json.dumps(["yo"]), "1", "1", "0"],
+        ["6", "gpt", "claude", "not json", json.dumps(["hello"]), json.dumps(["yo"]), "1", "0", "0"],
+    ])
+    result = read_sources([path])
+    battles = result.battles
+    assert battles["battle_id"].to_list() == ["1", "2", "3"]
+    assert battles["outcome"].to_list() == ["model_a", "model_b", "tie"]
+    assert battles["conversation_a"][0].to_list() == conv("hi", "hello") + conv("more", "ok")
+    assert battles["conversation_b"][0].to_list() == conv("hi", "yo") + [{"role": "user", "content": "more"}, {"role": "assistant", "content": None}]
+    reasons = dict(zip(result.quarantine["source_row"].to_list(), result.quarantine["reason"].to_list()))
+    assert reasons == {5: "unknown_winner", 6: "unknown_winner", 7: "wrong_type"}
+
+
+def test_mapped_csv_with_winner_map(tmp_path):
+    path = write_csv(tmp_path / "crowd.csv", ["pair", "left", "right", "verdict", "worker"], [
+        ["p1", "x", "y", "left", "w1"], ["p1", "x", "y", "right", "w2"], ["p2", "y", "z", "tie", "w1"], ["p2", "y", "z", "draw", "w3"],
+    ])
+    options = IngestOptions(mapping={"model_a": "left", "model_b": "right", "outcome": "verdict", "judge": "worker"},
+                            winner_map={"left": "model_a", "Right": "model_b"})
+    result = read_sources([path], options)
+    assert result.battles.select("model_a", "model_b", "outcome", "judge").rows() == [
+        ("x", "y", "model_a", "w1"), ("x", "y", "model_b", "w2"), ("y", "z", "tie", "w1")]
+    assert result.battles["battle_id"].str.starts_with("sha-").all()  # "pair" names a pair, not a vote
+    assert result.battles["pair"].to_list() == ["p1", "p1", "p2"]
+    (bad,) = result.quarantine.rows(named=True)
+    assert (bad["reason"], bad["source_row"], bad["raw"]) == ("unknown_winner", 5, "p2,y,z,draw,w3")
+    assert '"draw"' in bad["detail"] and "--winner-map" in bad["detail"]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet", ".csv"])
+def test_generic_mapping_reads_every_container(tmp_path, suffix):
+    frame = pl.DataFrame({"m1": ["a", "b"], "m2": ["b", "c"], "res": ["1", "2"], "when": ["2024-05-01 10:00:00", "2024-05-02"]})
+    path = tmp_path / f"v{suffix}"
+    {".jsonl": frame.write_ndjson, ".parquet": frame.write_parquet, ".csv": frame.write_csv}[suffix](path)
+    options = IngestOptions(mapping={"model_a": "m1", "model_b": "m2", "outcome": "res", "timestamp": "when"},
+                            winner_map={"1": "model_a", "2": "model_b"})
+    battles = read_sources([path], options).battles
+    assert battles["outcome"].to_list() == ["model_a", "model_b"]
+    assert [t.isoformat() for t in battles["timestamp"]] == ["2024-05-01T10:00:00+00:00", "2024-05-02T00:00:00+00:00"]
+
+
+def test_gzip_inputs(tmp_path):
+    with gzip.open(tmp_path / "b.jsonl.gz", "wt") as out:
+        out.write("".join(json.dumps(r) + "\n" for r in FASTCHAT))
+    with gzip.open(tmp_path / "b.json.gz", "wt") as out:
+        out.write(json.dumps(FASTCHAT))
+    with gzip.open(tmp_path / "b.csv.gz", "wt", newline="") as out:
+        out.write("model_a,model_b,winner\nx,y,model_b\n")
+    assert read_sources([tmp_path / "b.jsonl.gz"]).battles.height == 3
+    assert read_sources([tmp_path / "b.json.gz"]).battles.height == 3
+    assert read_sources([tmp_path / "b.csv.gz"]).battles["outcome"].to_list() == ["model_b"]
+
+
+ROW_OK = {"model_a": "x", "model_b": "y", "winner": "model_a"}
+
+
+def row(**changes):
+    return json.dumps({**ROW_OK, **changes})
+
+
+QUARANTINE_CASES = [
+    ("{broken", "unparseable"),
+    ("[1, 2]", "unparseable"),
+    (row(model_a=None), "missing_model"),
+    (row(model_b="  "), "missing_model"),
+    (json.dumps({"model_a": "x", "winner": "tie"}), "missing_model"),
+    (row(winner="draw"), "unknown_winner"),
+    (row(winner=None), "unknown_winner"),
+    (row(winner="TIE (bothbad) maybe"), "unknown_winner"),
+    (row(model_b="x"), "self_battle"),
+    (row(turn="abc"), "wrong_type"),
+    (row(turn=1.5), "wrong_type"),
+    (row(tstamp="yesterday"), "wrong_type"),
+    (row(anony="perhaps"), "wrong_type"),
+    (row(conversation_a="hello"), "wrong_type"),
+    (row(conversation_a=["hello"]), "wrong_type"),
+    (row(conversation_b={"role": "user"}), "wrong_type"),
+    (row(conv_metadata="tokens: 5"), "wrong_type"),
+]
+
+
+def test_every_quarantine_reason_keeps_content_source_and_line(tmp_path):
+    lines = [row(question_id="ok-1")] + [text for text, _ in QUARANTINE_CASES] + [row(question_id="ok-2")]
+    path = write_jsonl(tmp_path / "v.jsonl", lines)
+    path.write_bytes(path.read_bytes() + b'{"model_a": "\xc3\x28", "model_b": "y", "winner": "tie"}\n')
+    result = read_sources([path])
+    quarantine = result.quarantine.sort("source_row")
+    expected = [reason for _, reason in QUARANTINE_CASES] + ["non_utf8"]
+    assert quarantine["reason"].to_list() == expected
+    assert quarantine["source_row"].to_list() == [*range(2, 2 + len(QUARANTINE_CASES)), len(lines) + 1]
+    assert quarantine["raw"].to_list()[:-1] == [text for text, _ in QUARANTINE_CASES]
+    assert set(quarantine["source_file"]) == {str(path)}
+    assert quarantine["raw_bytes"][-1] == b'{"model_a": "\xc3\x28", "model_b": "y", "winner": "tie"}'
+    assert quarantine["detail"].null_count() == 0
+    assert result.battles["battle_id"].to_list() == ["ok-1", "ok-2"]
+    counts = summary(result)
+    assert counts["rows_read"] == counts["stored"] + counts["duplicates"] + counts["quarantined"] == len(expected) + 2
+    assert counts["quarantined_by_reason"] == dict(Counter(expected))
+
+
+def test_a_bad_row_never_spoils_good_rows_beside_it(tmp_path):
+    """One row of the wrong shape makes polars read its batch row by row; its neighbours read the same."""
+    text = 'a\tb "c" d\\e\nf'
+    good = [row(question_id=f"q{i}", turn=i % 3 + 1, anony=i % 2 == 0, conversation_a=conv("hi", text), score=i / 2) for i in range(6)]
+    clean = read_sources([write_jsonl(tmp_path / "clean.jsonl", good)]).battles
+    spoiled = read_sources([write_jsonl(tmp_path / "spoiled.jsonl", good[:3] + [row(conversation_a=["x"], anony=1), row(turn=True)] + good[3:])])
+    assert spoiled.quarantine["reason"].to_list() == ["wrong_type", "wrong_type"]
+    assert spoiled.battles.drop("source_file", "source_row").equals(clean.drop("source_file", "source_row"))
+    assert clean["conversation_a"][0].to_list() == conv("hi", text)
+
+
+def test_unknown_labels_never_become_ties(tmp_path):
+    labels = ["model_a", "Model_B", " tie ", "tie (bothbad)", "both_bad", "bothbad", "draw", "tie?", "a", "", "0"]
+    rows = [row(winner=w, question_id=str(i)) for i, w in enumerate(labels)]
+    result = read_sources([write_jsonl(tmp_path / "v.jsonl", rows)])
+    outcomes = dict(zip(result.battles["battle_id"].to_list(), result.battles["outcome"].to_list()))
+    assert outcomes == {"0": "model_a", "1": "model_b", "2": "tie", "3": "both_bad", "4": "both_bad", "5": "both_bad"}
+    assert result.quarantine["reason"].to_list() == ["unknown_winner"] * 5
+
+
+def test_winner_map_overrides_and_extends_labels(tmp_path):
+    rows = [row(winner="A", question_id="1"), row(winner="tie", question_id="2")]
+    battles = read_sources([write_jsonl(tmp_path / "v.jsonl", rows)], IngestOptions(winner_map={"a": "model_b", "TIE": "both_bad"})).battles
+    assert battles["outcome"].to_list() == ["model_b", "both_bad"]
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (IngestOptions(winner_map={"x": "draw"}), "outcome must be one of"),
+    (IngestOptions(mapping={"colour": "c"}), "unknown field"),
+    (IngestOptions(mapping={"model_a": "nope"}), "no column 'nope'"),
+])
+def test_bad_options_are_input_errors(tmp_path, options, message):
+    with pytest.raises(InputError, match=message):
+        read_sources([write_jsonl(tmp_path / "v.jsonl", [row()])], options)
+
+
+def test_a_file_without_model_columns_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="model_a column"):
+        read_sources([write_jsonl(tmp_path / "v.jsonl", [{"a": 1, "b": 2, "w": "x"}])])
+
+
+def test_exact_duplicates_dropped_and_conflicts_quarantined(tmp_path):
+    rows = [row(question_id="q1"), row(question_id="q2"), row(question_id="q1"), row(question_id="q1", winner="model_b"), row(question_id="q2")]
+    result = read_sources([write_jsonl(tmp_path / "v.jsonl", rows)], IngestOptions(batch_rows=2))
+    assert result.battles["battle_id"].to_list() == ["q1", "q2"]
+    assert result.battles["outcome"].to_list() == ["model_a", "model_a"]
+    (conflict,) = result.quarantine.rows(named=True)
+    assert (conflict["reason"], conflict["source_row"], conflict["raw"]) == ("conflicting_duplicate", 4, rows[3])
+    assert summary(result) | {"source": None} == {"source": None, "rows_read": 5, "stored": 2, "duplicates": 2, "quarantined": 1,
+                                                   "quarantined_by_reason": {"conflicting_duplicate": 1}}
+
+
+def test_id_less_votes_get_stable_content_ids_and_repeats_stay_distinct(tmp_path):
+    votes = [json.dumps({"model_a": "x", "model_b": "y", "winner": w}) for w in ("model_a", "model_a", "model_b", "model_a")]
+    path = write_jsonl(tmp_path / "v.jsonl", votes)
+    ids = read_sources([path]).battles["battle_id"].to_list()
+    base = ids[0]
+    assert base.startswith("sha-") and ids == [base, f"{base}~1", ids[2], f"{base}~2"]
+    assert read_sources([path], IngestOptions(batch_rows=1)).battles["battle_id"].to_list() == ids
+    moved = write_jsonl(tmp_path / "elsewhere.jsonl", votes)
+    assert read_sources([moved]).battles["battle_id"].to_list() == ids  # the id is the content's, not the file's
+
+
+def test_ids_and_hashes_do_not_depend_on_batches(tmp_path):
+    """Same rows, different neighbours (batch size, columns that only some rows have): same ids and hashes."""
+    rows = [json.dumps({"model_a": f"m{i % 4}", "model_b": f"m{(i + 1) % 4}", "winner": "tie", "turn": i % 2 + 1,
+                        "score": [1, 1.5, "x"][i % 3], "tags": {"a": i} if i % 2 else {"b": "z"}, **({"late": i} if i > 7 else {})})
+            for i in range(10)]
+    path = write_jsonl(tmp_path / "v.jsonl", rows)
+    whole = read_sources([path]).battles
+    for batch_rows in (1, 3, 7):
+        split = read_sources([path], IngestOptions(batch_rows=batch_rows)).battles
+        assert split.select("battle_id", "content_hash").equals(whole.select("battle_id", "content_hash")), batch_rows
+        assert split["late"].to_list() == [None] * 8 + ["8", "9"]  # a column that appears in a later batch is kept
+    assert whole["score"].to_list()[:3] == ["1", "1.5", "x"]
+
+
+def test_canonical_columns_of_an_export_are_read_back(tmp_path):
+    exported = {"model_a": "x", "model_b": "y", "battle_id": "b1", "outcome": "tie", "meta_tokens_a": 7, "meta_h2_b": "3",
+                "source_file": "old.jsonl", "source_row": 9, "content_hash": "abc", "timestamp": "2024-01-02T03:04:05.123456+00:00"}
+    battles = read_sources([write_jsonl(tmp_path / "v.jsonl", [exported])]).battles
+    first = battles.row(0, named=True)
+    assert (first["battle_id"], first["meta_tokens_a"], first["meta_h2_b"], first["source_row"]) == ("b1", 7, 3, 1)
+    assert first["timestamp"].isoformat() == "2024-01-02T03:04:05.123456+00:00"
+    assert "extra_source_file" not in battles.columns and "extra_content_hash" not in battles.columns
+
+
+def test_empty_source_has_a_zero_summary(tmp_path):
+    (tmp_path / "empty.jsonl").write_text("\n\n")
+    result = read_sources([tmp_path / "empty.jsonl"])
+    assert summary(result)["rows_read"] == 0
+    assert result.battles.height == 0 and result.battles.columns == list(CANONICAL)

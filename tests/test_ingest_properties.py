@@ -1,0 +1,161 @@
+"""Property tests of the ingest on arbitrary vote logs: JSON lines and CSV rows with random model names,
+winner labels (known and unknown), fields of wrong types, junk lines and bytes.
+
+Whatever the input: the ingest does not crash, rows read = stored + duplicates + quarantined, every row is
+either stored or quarantined with its exact original text, every known label maps to its outcome, no
+unknown label becomes a tie, and a store exported and ingested again is unchanged.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import polars as pl
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from arena_cli.io.export import export_table
+from arena_cli.io.ingest import IngestOptions, ingest_to_store, read_sources
+from arena_cli.io.store import Store
+from arena_cli.schema import WINNER_LABELS
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+KNOWN_LABELS = [*WINNER_LABELS, "Model_A", " tie ", "TIE (BOTHBAD)", "Both Bad"]
+line_text = st.text(st.characters(blacklist_characters="\n\r", blacklist_categories=("Cs",)), max_size=12)
+names = st.sampled_from(["gpt-4", "claude", "llama", " gpt-4 ", "", "  ", "é模型", 'q"u,o\'te', "back\\slash", "tab\tname"]) | st.none() | st.integers(-3, 3)
+labels = st.sampled_from(KNOWN_LABELS) | line_text | st.none() | st.integers(0, 2)
+messages = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]), "content": line_text | st.just('a\\b "c"\td\nnl')}), max_size=3)
+scalars = st.none() | st.booleans() | st.integers(-10, 10) | st.floats(allow_nan=False, allow_infinity=False, width=32) | line_text
+nested = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3), max_leaves=6)
+
+vote = st.fixed_dictionaries(
+    {"model_a": names, "model_b": names, "winner": labels},
+    optional={
+        "question_id": st.sampled_from(["q1", "q2", "q3", ""]),
+        "turn": st.integers(0, 4) | st.sampled_from(["2", "abc", 1.5, 2.0, True]),
+        "tstamp": st.floats(1e9, 2e9) | st.sampled_from(["2024-05-01 10:00:00", "yesterday"]),
+        "anony": st.booleans() | st.sampled_from(["true", "no", "maybe", 1]),
+        "language": line_text,
+        "conversation_a": messages | line_text | st.lists(line_text, max_size=2),
+        "conv_metadata": st.fixed_dictionaries({"sum_assistant_a_tokens": st.integers(0, 99), "bold_count_b": st.fixed_dictionaries({"**": st.integers(0, 3)})}) | line_text,
+        "extra": nested,
+    },
+)
+junk = line_text.map(str.encode) | st.binary(max_size=12).filter(lambda b: b"\n" not in b) | st.sampled_from([b"[1, 2]", b"null", b'{"a": NaN}', b"{", b"\xff\xfe{}"])
+lines = st.lists(st.one_of(vote.map(lambda v: json.dumps(v, ensure_ascii=False).encode()), junk), max_size=25)
+
+
+def expected_text(value):
+    return None if value is None else (json.dumps(value) if isinstance(value, bool) else str(value)).strip()
+
+
+def check_every_row_accounted(result, body: list[bytes], labels_of, models_of):
+    """The properties every ingest must have, whatever the rows."""
+    (summary,) = result.summaries
+    counted = [n for n, line in enumerate(body, start=1) if line.strip()]
+    assert summary.rows_read == len(counted)
+    assert summary.rows_read == summary.stored + summary.duplicates + sum(summary.quarantined.values())
+    stored_rows = result.battles["source_row"].to_list()
+    quarantined_rows = result.quarantine["source_row"].to_list()
+    assert len(set(stored_rows) | set(quarantined_rows)) == len(stored_rows) + len(quarantined_rows)  # once each
+    assert set(stored_rows) | set(quarantined_rows) <= set(counted)
+    for battle in result.battles.iter_rows(named=True):
+        label = labels_of(battle["source_row"])
+        assert battle["outcome"] == WINNER_LABELS[label], label
+        assert (battle["model_a"], battle["model_b"]) == models_of(battle["source_row"])
+    for record in result.quarantine.iter_rows(named=True):
+        original = body[record["source_row"] - 1].removesuffix(b"\r")  # CR LF ends a line; the CR is not content
+        if record["reason"] == "non_utf8":
+            assert record["raw_bytes"] == original
+        else:
+            assert record["raw"] == original.decode()
+    return summary
+
+
+@SETTINGS
+@given(st.lists(vote, min_size=1, max_size=3), lines)
+def test_json_lines_never_crash_and_lose_nothing(tmp_path, first, rest):
+    body = [json.dumps(v).encode() for v in first] + rest
+    path = tmp_path / "votes.jsonl"
+    path.write_bytes(b"\n".join(body) + b"\n")
+
+    def parsed(row):
+        return json.loads(body[row - 1])
+
+    def label_of(row):
+        return expected_text(parsed(row)["winner"]).lower()
+
+    result = read_sources([path])
+    check_every_row_accounted(result, body, label_of, lambda row: tuple(expected_text(parsed(row)[k]) for k in ("model_a", "model_b")))
+    unknown = {n for n, line in enumerate(body, start=1) if line in {json.dumps(v).encode() for v in first} or line.startswith(b"{")}
+    for row in set(result.battles["source_row"]) & unknown:
+        assert label_of(row) in WINNER_LABELS  # an unknown label is never stored (as a tie or anything else)
+
+
+csv_cells = st.sampled_from(["x", "y", "z", "", " x ", 'say "hi"', "a,b", "multi\nline", "é"])
+csv_rows = st.lists(st.tuples(csv_cells, csv_cells, st.sampled_from(["L", "R", "T", "B", "l", "?", "", "draw"]), csv_cells), max_size=20)
+ragged = st.sampled_from(["x,y", "x,y,L,w,extra", '"unterminated,y,L,w'])
+
+
+@SETTINGS
+@given(csv_rows, st.lists(st.tuples(st.integers(0, 20), ragged | st.binary(min_size=1, max_size=6).filter(lambda b: b"\n" not in b and b"\r" not in b and b'"' not in b)), max_size=3))
+def test_mapped_csv_never_crashes_and_keeps_exact_records(tmp_path, rows, junk_rows):
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    records = []
+    for row in rows:
+        writer.writerow(row)
+        records.append(out.getvalue().encode())
+        out.seek(0)
+        out.truncate()
+    for position, extra in sorted(junk_rows, key=lambda item: item[0], reverse=True):
+        records.insert(min(position, len(records)), extra if isinstance(extra, bytes) else extra.encode())
+    if any(r.startswith(b'"unterminated') for r in records):
+        records = records[: next(i for i, r in enumerate(records) if r.startswith(b'"unterminated')) + 1]  # it swallows the rest
+    path = tmp_path / "crowd.csv"
+    path.write_bytes(b"left,right,verdict,worker\n" + b"".join(r if r.endswith(b"\n") else r + b"\n" for r in records))
+    winner_map = {"L": "model_a", "R": "model_b", "T": "tie", "B": "both_bad"}
+    options = IngestOptions(mapping={"model_a": "left", "model_b": "right", "outcome": "verdict", "judge": "worker"}, winner_map=winner_map)
+    result = read_sources([path], options)
+    (summary,) = result.summaries
+    assert summary.rows_read == len(records)
+    assert summary.rows_read == summary.stored + summary.duplicates + sum(summary.quarantined.values())
+    start_lines = {}
+    line = 2
+    for record in records:
+        start_lines[line] = record.removesuffix(b"\n")
+        line += record.count(b"\n") + (0 if record.endswith(b"\n") else 1)
+    for battle in result.battles.iter_rows(named=True):
+        left, right, verdict, _ = next(csv.reader(io.StringIO(start_lines[battle["source_row"]].decode())))
+        assert battle["outcome"] == {k.lower(): v for k, v in winner_map.items()}[verdict.lower()]
+        assert (battle["model_a"], battle["model_b"]) == (left.strip(), right.strip())
+    for record in result.quarantine.iter_rows(named=True):
+        original = start_lines[record["source_row"]]
+        assert (record["raw_bytes"] if record["reason"] == "non_utf8" else record["raw"].encode()) == original
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.lists(vote, min_size=1, max_size=12), st.lists(junk, max_size=3), st.sampled_from(["jsonl", "parquet", "csv"]))
+def test_export_then_ingest_leaves_the_store_unchanged(tmp_path_factory, votes, junk_lines, fmt):
+    work = tmp_path_factory.mktemp("roundtrip")
+    source = work / "votes.jsonl"
+    source.write_bytes(b"\n".join([json.dumps(v).encode() for v in votes] + junk_lines) + b"\n")
+    store = Store.open(work / "s", create=True)
+    ingest_to_store(store, [source])
+    store.refresh()
+    if store.rows("battles") == 0:
+        return
+    before = {t: store.read(t).sort("source_file", "source_row") for t in ("battles", "quarantine") if store.rows(t)}
+    exported = work / f"export.{fmt}"
+    export_table(store.root, "battles", exported)
+    (summary,) = ingest_to_store(store, [exported])
+    assert (summary.stored, summary.duplicates, sum(summary.quarantined.values())) == (0, store.rows("battles"), 0)
+    store.refresh()
+    after = {t: store.read(t).sort("source_file", "source_row") for t in ("battles", "quarantine") if store.rows(t)}
+    assert before.keys() == after.keys()
+    for table, frame in before.items():
+        assert after[table].equals(frame), table
+    assert isinstance(after["battles"], pl.DataFrame)

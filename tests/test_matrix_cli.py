@@ -1,0 +1,69 @@
+"""`arena matrix` through the CLI: battles, win rates and predicted win probabilities as table, csv, json."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from arena_cli.cli import app
+from arena_cli.errors import ExitCode
+from tests import compare_fixtures as fx
+
+
+def run(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("sim")
+    path = root / "store"
+    fx.ingest_store(fx.write_simulated_log(root), path)
+    return path
+
+
+def test_battle_matrix_matches_the_counts(store):
+    result = run("matrix", "--store", store, "--value", "battles", "-f", "csv")
+    assert result.exit_code == 0, result.output
+    wide = pl.read_csv(io.StringIO(result.stdout))
+    from arena_cli.io.store import Store
+
+    battles = Store.open(store).read("battles", ["model_a", "model_b", "outcome"])
+    assert int(wide.drop("model").sum().sum_horizontal().item()) == 2 * battles.height
+    assert wide.columns[1:] == wide["model"].to_list()  # rows and columns in the same (leaderboard) order
+
+
+def test_long_layout_has_predictions_that_sum_to_one(store):
+    result = run("matrix", "--store", store, "--long", "-f", "json")
+    assert result.exit_code == 0, result.output
+    pairs = pl.DataFrame(json.loads(result.stdout)["tables"]["pairs"])
+    assert {"battles", "wins", "ties", "losses", "win_rate", "predicted"} <= set(pairs.columns)
+    mirrored = pairs.join(pairs, left_on=["model", "opponent"], right_on=["opponent", "model"], suffix="_r")
+    assert ((mirrored["predicted"] + mirrored["predicted_r"] - 1).abs() < 1e-12).all()
+
+
+def test_predicted_matrix_orders_by_fitted_score(store):
+    result = run("matrix", "--store", store, "--value", "predicted", "-f", "json")
+    rows = json.loads(result.stdout)["tables"]["matrix"]
+    first, last = rows[0]["model"], rows[-1]["model"]
+    assert rows[0][last] > 0.5 > rows[-1][first]
+
+
+def test_win_rate_table_and_markdown(store):
+    table = run("matrix", "--store", store)
+    assert table.exit_code == 0 and "Win rate of the row model" in table.stdout
+    markdown = run("matrix", "--store", store, "-f", "markdown").stdout
+    assert markdown.count("\n| ") == 1 + 8  # header and one row per model (8 models)
+
+
+def test_matrix_from_a_file_and_bad_value(tmp_path):
+    log = fx.write_simulated_log(tmp_path)
+    result = run("matrix", log, "--value", "battles", "-f", "csv")
+    assert result.exit_code == 0, result.output
+    assert run("matrix", log, "--value", "elo").exit_code == ExitCode.USAGE
+

@@ -1,0 +1,179 @@
+"""Container readers: every line or record is either a parsed row or a quarantined one, with its exact content."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import polars as pl
+import pytest
+
+from arena_cli.errors import InputError
+from arena_cli.io.readers import RAW, ROW, container_of, read_batches
+
+
+def batches(path, container, batch_rows=1000):
+    got = list(read_batches(path, container, batch_rows))
+    frame = pl.concat([b.frame for b in got], how="diagonal") if got else pl.DataFrame()
+    rejected = pl.concat([b.rejected for b in got])
+    return got, frame, rejected
+
+
+@pytest.mark.parametrize(
+    ("name", "container"),
+    [("a.jsonl", "jsonl"), ("a.ndjson", "jsonl"), ("a.json", "json"), ("a.csv", "csv"), ("a.tsv", "csv"),
+     ("a.parquet", "parquet"), ("a.pq", "parquet"), ("a.jsonl.gz", "jsonl"), ("A.CSV.GZ", "csv")],
+)
+def test_container_from_extension(name, container):
+    assert container_of(name) == container
+
+
+@pytest.mark.parametrize("name", ["votes.txt", "votes", "votes.gz", "votes.xlsx"])
+def test_unknown_extension_is_an_input_error(name):
+    with pytest.raises(InputError, match="--format"):
+        container_of(name)
+
+
+def test_missing_file_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        read_batches(tmp_path / "nope.jsonl", "jsonl")
+
+
+def test_jsonl_rows_numbered_by_physical_line_with_junk_quarantined(tmp_path):
+    path = tmp_path / "v.jsonl"
+    good = json.dumps({"model_a": "x", "model_b": "y", "winner": "tie"})
+    lines = [b"\xef\xbb\xbf" + good.encode(), b"", b"   ", b"{not json", b"[1, 2]", b"null", b'{"a": NaN}',
+             b'{"a": 1} trailing', good.encode() + b"\r", b'{"model_a": "\xff\xfe", "model_b": "y"}']
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    _, frame, rejected = batches(path, "jsonl")
+    assert frame[ROW].to_list() == [1, 9]
+    assert frame[RAW].to_list() == [good, good]  # byte-order mark and CR gone, nothing else
+    reasons = dict(zip(rejected["source_row"].to_list(), rejected["reason"].to_list()))
+    assert reasons == {4: "unparseable", 5: "unparseable", 6: "unparseable", 7: "unparseable", 8: "unparseable", 10: "non_utf8"}
+    raws = dict(zip(rejected["source_row"].to_list(), rejected["raw"].to_list()))
+    assert [raws[r] for r in (4, 5, 6, 7, 8)] == ["{not json", "[1, 2]", "null", '{"a": NaN}', '{"a": 1} trailing']
+    non_utf8 = rejected.filter(pl.col("reason") == "non_utf8").row(0, named=True)
+    assert non_utf8["raw_bytes"] == b'{"model_a": "\xff\xfe", "model_b": "y"}'
+    assert rejected.filter(pl.col("reason") != "non_utf8")["raw_bytes"].null_count() == 5
+
+
+def test_jsonl_scalars_are_text_whatever_their_neighbours(tmp_path):
+    """A value reads the same beside any other rows: 1 stays "1" next to 1.5, true next to 1 does not fail."""
+    path = tmp_path / "v.jsonl"
+    rows = [{"turn": 1, "anony": True, "score": 1}, {"turn": "abc", "anony": 1, "score": 1.5}, {"turn": 2.0, "anony": "no"}]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    _, frame, rejected = batches(path, "jsonl")
+    assert rejected.height == 0
+    assert frame["turn"].to_list() == ["1", "abc", "2"]
+    assert frame["anony"].to_list() == ["true", "1", "no"]
+    assert frame["score"].to_list() == ["1", "1.5", None]
+
+
+def test_jsonl_nested_values_with_different_shapes_keep_exact_json(tmp_path):
+    """A field that is an object in one row and a list or a string in another cannot have one type: it is
+    read row by row, as exact JSON text (polars' own text rendering would corrupt escapes)."""
+    path = tmp_path / "v.jsonl"
+    text = 'tab\t "q" back\\slash\nnl'
+    rows = [{"m": {"a": [1]}, "c": [{"role": "user", "content": text}]}, {"m": {"a": {"b": 1}}, "c": "junk"}, {"m": "plain", "c": ["x"]}]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    _, frame, rejected = batches(path, "jsonl")
+    assert rejected.height == 0
+    assert [json.loads(v) if v.startswith(("{", "[")) else v for v in frame["m"].to_list()] == [{"a": [1]}, {"a": {"b": 1}}, "plain"]
+    assert json.loads(frame["c"][0]) == [{"role": "user", "content": text}]
+    assert frame["c"][1] == "junk"
+
+
+def test_jsonl_number_out_of_range_does_not_spoil_its_batch(tmp_path):
+    """polars refuses 1e400 (valid JSON); the batch is then read line by line and reads the same."""
+    path = tmp_path / "v.jsonl"
+    path.write_text('{"a": 1, "b": {"c": 1.5}}\n{"a": 1e400}\n{"a": 2.0, "b": [true]}\n')
+    _, frame, rejected = batches(path, "jsonl")
+    assert rejected.height == 0
+    assert frame["a"].to_list() == ["1", "inf", "2"]
+    assert frame["b"].to_list() == ['{"c":1.5}', None, "[true]"]
+
+
+def test_jsonl_batches_bound_rows_and_number_across_them(tmp_path):
+    path = tmp_path / "v.jsonl"
+    path.write_text("\n".join(json.dumps({"i": i}) for i in range(10)) + "\n")
+    got, frame, _ = batches(path, "jsonl", batch_rows=3)
+    assert [b.frame.height for b in got] == [3, 3, 3, 1]
+    assert frame[ROW].to_list() == list(range(1, 11))
+
+
+def test_gzip_jsonl_reads_like_plain(tmp_path):
+    lines = "\n".join(json.dumps({"model_a": "x", "i": i}) for i in range(5)) + "\n"
+    (tmp_path / "v.jsonl").write_text(lines)
+    with gzip.open(tmp_path / "v.jsonl.gz", "wt") as out:
+        out.write(lines)
+    assert batches(tmp_path / "v.jsonl.gz", "jsonl")[1].equals(batches(tmp_path / "v.jsonl", "jsonl")[1])
+
+
+def test_json_array_records_numbered_and_non_objects_quarantined(tmp_path):
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps([{"model_a": "x", "n": 1}, 5, {"model_a": "é", "n": 2}, ["a"]]))
+    _, frame, rejected = batches(path, "json")
+    assert frame[ROW].to_list() == [1, 3]
+    assert frame["model_a"].to_list() == ["x", "é"]
+    assert rejected["source_row"].to_list() == [2, 4]
+    assert set(rejected["reason"]) == {"unparseable"}
+
+
+@pytest.mark.parametrize(("content", "message"), [(b"[{", "not valid JSON"), (b'[{"a": "\xff"}]', "not UTF-8"), (b'"x"', "JSON array")])
+def test_json_array_that_cannot_be_parsed_whole_is_an_input_error(tmp_path, content, message):
+    path = tmp_path / "v.json"
+    path.write_bytes(content)
+    with pytest.raises(InputError, match=message):
+        batches(path, "json")
+
+
+def test_csv_quoting_ragged_rows_and_exact_raw_bytes(tmp_path):
+    path = tmp_path / "v.csv"
+    path.write_bytes(
+        b"\xef\xbb\xbfmodel_a,model_b,winner\r\n"
+        b'x,"multi\r\nline",tie\r\n'
+        b"x,y\r\n"
+        b'"q","y",\xff\r\n'
+        b"x,,model_b\r\n"
+    )
+    _, frame, rejected = batches(path, "csv")
+    assert frame.columns[:3] == ["model_a", "model_b", "winner"]
+    assert frame[ROW].to_list() == [2, 6]
+    assert frame["model_b"].to_list() == ["multi\r\nline", None]  # an empty cell is absent
+    assert frame[RAW].to_list() == ['x,"multi\r\nline",tie', "x,,model_b"]  # the lines as written
+    assert rejected.select("source_row", "reason").rows() == [(4, "unparseable"), (5, "non_utf8")]
+    assert rejected["raw"][0] == "x,y"
+    assert rejected["raw_bytes"][1] == b'"q","y",\xff'  # exact, quotes included
+
+
+def test_tsv_and_duplicate_header(tmp_path):
+    (tmp_path / "v.tsv").write_text("model_a\tmodel_b\nx\ty,z\n")
+    assert batches(tmp_path / "v.tsv", "csv")[1]["model_b"].to_list() == ["y,z"]
+    (tmp_path / "d.csv").write_text("a,a\n1,2\n")
+    with pytest.raises(InputError, match="duplicate column"):
+        batches(tmp_path / "d.csv", "csv")
+
+
+def test_csv_unterminated_quote_keeps_everything_it_swallowed(tmp_path):
+    path = tmp_path / "v.csv"
+    path.write_text('model_a,model_b,winner\nx,y,tie\n"x,y,tie\nx,y,tie\n')
+    _, frame, rejected = batches(path, "csv")
+    assert frame.height == 1
+    assert rejected["raw"].to_list() == ['"x,y,tie\nx,y,tie']
+
+
+def test_parquet_keeps_types_and_numbers_records(tmp_path):
+    path = tmp_path / "v.parquet"
+    pl.DataFrame({"model_a": ["x", "y", "z"], "turn": [1, 2, 3]}).write_parquet(path)
+    got, frame, rejected = batches(path, "parquet", batch_rows=2)
+    assert [b.frame.height for b in got] == [2, 1]
+    assert frame[ROW].to_list() == [1, 2, 3]
+    assert frame.schema["turn"] == pl.Int64
+    assert rejected.height == 0
+
+
+def test_unreadable_parquet_is_an_input_error(tmp_path):
+    path = tmp_path / "v.parquet"
+    path.write_bytes(b"not parquet")
+    with pytest.raises(InputError, match="parquet"):
+        batches(path, "parquet")

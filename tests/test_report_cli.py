@@ -1,0 +1,78 @@
+"""`arena report` through the CLI: a self-contained html page with its plots, markdown with images beside it."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from arena_cli.cli import app
+from arena_cli.errors import ExitCode
+from tests import compare_fixtures as fx
+
+FAST = ["--rounds", "20", "--seed", "5"]
+
+
+def run(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("sim")
+    path = root / "store"
+    fx.ingest_store(fx.write_simulated_log(root), path)
+    return path
+
+
+def test_html_report_is_one_self_contained_file(store, tmp_path):
+    target = tmp_path / "report.html"
+    result = run("report", "--store", store, "-o", target, *FAST)
+    assert result.exit_code == 0, result.output
+    page = target.read_text()
+    for section in ("Data: Battles", "Data: Quarantined rows", "Rank by style-control variant", "Style coefficients by variant",
+                    "Leaderboard: none", "Leaderboard: both", "Leaderboard position by variant", "Scores with intervals",
+                    "Pairwise win rates and battle counts"):
+        assert section in page, section
+    assert page.count("<svg") == 3
+    # Nothing to fetch: no scripts, stylesheets, images or fonts from elsewhere (SVG namespaces are names, not requests).
+    assert not re.search(r"<script|<link|<img|@import|url\((?!#)|src=", page)  # url(#id): clip paths inside the SVG
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
+
+
+def test_markdown_report_links_images_written_beside_it(store, tmp_path):
+    target = tmp_path / "out" / "ranking.md"
+    result = run("report", "--store", store, "-o", target, *FAST)
+    assert result.exit_code == 0, result.output
+    text = target.read_text()
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert images == ["ranking-slope.png", "ranking-forest.png", "ranking-heatmap.png"]
+    for name in images:
+        assert (target.parent / name).read_bytes().startswith(b"\x89PNG")
+    again = tmp_path / "again" / "ranking.md"
+    run("report", "--store", store, "-o", again, *FAST)
+    assert again.read_bytes() == target.read_bytes()  # deterministic given --seed
+
+
+def test_report_json_has_every_table(store, tmp_path):
+    target = tmp_path / "report.json"
+    assert run("report", "--store", store, "-o", target, *FAST, "--variants", "none,length").exit_code == 0
+    payload = json.loads(target.read_text())
+    assert list(payload["tables"]) == ["overview", "outcomes", "languages", "quarantine", "rank_diff", "coefficients",
+                                       "highlights", "leaderboard_none", "leaderboard_length"]
+    assert payload["meta"]["variants"] == {"none": "none", "length": "length"}
+
+
+def test_report_needs_an_output_file(store):
+    assert run("report", "--store", store).exit_code == ExitCode.USAGE
+
+
+def test_report_from_files_without_a_store(tmp_path):
+    log = fx.write_simulated_log(tmp_path)
+    target = tmp_path / "report.html"
+    result = run("report", log, "-o", target, *FAST, "--variants", "none,both")
+    assert result.exit_code == 0, result.output
+    assert "Data: Quarantined rows" not in target.read_text()  # files have no quarantine to report
