@@ -11,7 +11,13 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 UP, DOWN, SAME = "#1a7f37", "#cf222e", "#8c959f"
+#: Labels of unemphasised lines: darker than their light grey lines, so small text stays readable.
+LABEL = "#57606a"
 SERIES = ("#8c959f", "#0969da", "#bf8700", "#8250df", "#1a7f37", "#cf222e")
+
+#: Width in inches the html page shows a figure at its natural size (its 1200 px column at 96 px per inch);
+#: a wider figure is scaled down to fit, and its text with it.
+PAGE_WIDTH = 12.0
 
 
 def _pyplot():
@@ -25,6 +31,16 @@ def _pyplot():
 
 def _height(rows: int, per_row: float = 0.2, minimum: float = 3.0) -> float:
     return max(minimum, per_row * rows + 1.2)
+
+
+def _text_width(labels: Sequence[str], fontsize: float, bold: bool = False) -> float:
+    """Width in inches of the widest label as matplotlib draws it (measured, not guessed from its length), so
+    that figures are sized to leave long model names neither cut off nor squeezed."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextPath
+
+    prop = FontProperties(size=fontsize, weight="bold" if bold else "normal")
+    return max((TextPath((0, 0), str(label), prop=prop).get_extents().width for label in set(labels)), default=0.0) / 72
 
 
 def forest_plot(leaderboards: Mapping[str, pl.DataFrame]):
@@ -64,9 +80,17 @@ def slope_chart(positions: pl.DataFrame, variants: Sequence[str], shifted: str |
     """
     plt = _pyplot()
     n = positions.height
-    fig, ax = plt.subplots(figsize=(max(6.0, 2.2 * len(variants) + 3.5), _height(n, 0.2)))
-    x = list(range(len(variants)))
     first, last = f"position_{variants[0]}", f"position_{variants[-1]}"
+    fontsize = 6.5
+    # Room beside the outer variants for the longest "model position" label; the variants share the rest.
+    labels = [f"{m} {n}" for m in positions["model"].to_list()]
+    margin = _text_width(labels, fontsize, bold=True) + 0.2
+    gaps = max(1, len(variants) - 1)
+    spacing = min(2.2, max(1.0, (PAGE_WIDTH - 2 * margin - 0.4) / gaps))
+    width = max(6.0, spacing * gaps + 2 * margin + 0.4)
+    spacing = (width - 2 * margin - 0.4) / gaps
+    fig, ax = plt.subplots(figsize=(width, _height(n, 0.2)))
+    x = list(range(len(variants)))
     for row in positions.sort(last).iter_rows(named=True):
         ys = [row[f"position_{v}"] for v in variants]
         emphasised = bool(row[shifted]) if shifted else False
@@ -75,14 +99,16 @@ def slope_chart(positions: pl.DataFrame, variants: Sequence[str], shifted: str |
             colour = UP if ys[-1] < ys[0] else DOWN
         ax.plot(x, ys, color=colour, linewidth=1.6 if emphasised else 0.8, alpha=1.0 if emphasised else 0.6, marker="o", markersize=2.5)
         weight = "bold" if emphasised else "normal"
+        text_colour = colour if emphasised else LABEL
         if row[first] is not None:
-            ax.text(-0.08, row[first], f"{row['model']} {row[first]}", ha="right", va="center", fontsize=6.5, color=colour, fontweight=weight)
+            ax.text(-0.08, row[first], f"{row['model']} {row[first]}", ha="right", va="center", fontsize=fontsize, color=text_colour, fontweight=weight)
         if row[last] is not None:
-            ax.text(x[-1] + 0.08, row[last], f"{row[last]} {row['model']}", ha="left", va="center", fontsize=6.5, color=colour, fontweight=weight)
+            ax.text(x[-1] + 0.08, row[last], f"{row[last]} {row['model']}", ha="left", va="center", fontsize=fontsize, color=text_colour, fontweight=weight)
     ax.set_xticks(x, list(variants))
     ax.xaxis.tick_top()
     ax.set_ylim(n + 0.6, 0.4)
-    ax.set_xlim(-1.6, x[-1] + 1.6)
+    reach = (margin + 0.1) / spacing  # the label margin in units of the variants' spacing
+    ax.set_xlim(-reach, x[-1] + reach)
     ax.set_yticks([])
     for side in ("left", "right", "bottom", "top"):
         ax.spines[side].set_visible(False)
@@ -91,8 +117,13 @@ def slope_chart(positions: pl.DataFrame, variants: Sequence[str], shifted: str |
 
 
 def heatmaps(win_rate: pl.DataFrame, battles: pl.DataFrame):
-    """Two model × model heatmaps side by side: win rate of the row model (ties half) and battle counts.
-    Both frames have ``model`` then one column per opponent, in the same order."""
+    """Two model × model heatmaps: win rate of the row model (ties half) and battle counts. Both frames have
+    ``model`` then one column per opponent, in the same order.
+
+    Cells are sized to the labels' font and the axes placed by hand around the measured model names, so every
+    name stays whole and readable at the size the page shows: the two panels side by side while they fit the
+    page's width (scaled down by 10% at most), else one above the other, each then with the whole width.
+    """
     import numpy as np
     from matplotlib.colors import Normalize, PowerNorm
 
@@ -101,26 +132,41 @@ def heatmaps(win_rate: pl.DataFrame, battles: pl.DataFrame):
     n = len(models)
     rates = win_rate.drop("model").cast(pl.Float64).to_numpy()
     counts = battles.drop("model").cast(pl.Float64).to_numpy()
-    side = max(4.0, 0.16 * n + 2.2)
-    fig, axes = plt.subplots(1, 2, figsize=(2 * side + 1.5, side))
+    fontsize = 7 if n <= 30 else 6
+    # In inches: a square grid, the names left of it and below it (ticks included), its colour bar on the
+    # right (bar, then its tick labels), the title above.
+    grid = max(2.5, n * 1.6 * fontsize / 72)
+    names = _text_width(models, fontsize) + 0.15
+    pad, bar_gap, bar, bar_labels, title = 0.1, 0.12, 0.15, 0.5, 0.35
+    panel_width = pad + names + grid + bar_gap + bar + bar_labels
+    panel_height = pad + names + grid + title
+    side_by_side = 2 * panel_width <= PAGE_WIDTH / 0.9
+    width, height = (2 * panel_width, panel_height) if side_by_side else (panel_width, 2 * panel_height)
+    fig = plt.figure(figsize=(width, height))
+
+    def placed(k: int):
+        left, bottom = (k * panel_width, 0.0) if side_by_side else (0.0, (1 - k) * panel_height)
+        x, y = left + pad + names, bottom + pad + names
+        ax = fig.add_axes((x / width, y / height, grid / width, grid / height))
+        cax = fig.add_axes(((x + grid + bar_gap) / width, y / height, bar / width, grid / height))
+        return ax, cax
+
     most = float(np.nanmax(counts)) if np.isfinite(counts).any() else 1.0
     panels = (
         # Square-root colour scale for counts: a few very frequent pairs do not wash out the rest.
-        (axes[0], np.ma.masked_invalid(rates), "win rate of row vs column", "RdBu", Normalize(0.0, 1.0), "{:.2f}"),
-        (axes[1], np.ma.masked_invalid(np.where(counts > 0, counts, np.nan)), "battles", "Blues", PowerNorm(0.5, 0.0, max(most, 1.0)), "{:.0f}"),
+        (placed(0), np.ma.masked_invalid(rates), "win rate of row vs column", "RdBu", Normalize(0.0, 1.0), "{:.2f}"),
+        (placed(1), np.ma.masked_invalid(np.where(counts > 0, counts, np.nan)), "battles", "Blues", PowerNorm(0.5, 0.0, max(most, 1.0)), "{:.0f}"),
     )
-    fontsize = 7 if n <= 25 else 5
-    for ax, values, title, cmap, norm, label in panels:
+    for (ax, cax), values, heading, cmap, norm, label in panels:
         image = ax.imshow(values, aspect="equal", interpolation="nearest", cmap=cmap, norm=norm)
-        ax.set_title(title, fontsize=9)
+        ax.set_title(heading, fontsize=9)
         ax.set_xticks(range(n), models, rotation=90, fontsize=fontsize)
         ax.set_yticks(range(n), models, fontsize=fontsize)
         ax.set_facecolor("#c3c9d0")  # pairs that never met: grey, apart from any colour of the scale
-        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.02)
+        fig.colorbar(image, cax=cax).ax.tick_params(labelsize=8)
         if n <= 12:
             shade = norm(values)
             for i, j in zip(*np.nonzero(~np.ma.getmaskarray(values))):
                 dark = abs(shade[i, j] - 0.5) > 0.3 if cmap == "RdBu" else shade[i, j] > 0.6
                 ax.text(j, i, label.format(values[i, j]), ha="center", va="center", fontsize=6, color="white" if dark else "black")
-    fig.tight_layout()
     return fig

@@ -16,8 +16,20 @@ from arena_cli.render.document import Column, Document, Figure, Table
 SUMMARY_TABLES = ("overview", "outcomes", "languages", "quarantine", "features")
 
 
-def leaderboard_table(variant: str, leaderboard: pl.DataFrame) -> Table:
-    """A variant's leaderboard as people read it: rank and score with their intervals, then the counts."""
+#: How to read a leaderboard's rank: the rank is LMArena's (shared while intervals overlap), its interval the
+#: positions over the resamples, so the two need not agree (``1 [2, 12]``: no model is clearly better, yet one
+#: scored higher in nearly every resample).
+LEADERBOARD_NOTES = (
+    "rank: 1 + the number of models whose score interval lies wholly above this model's (LMArena's rank: models "
+    "share a rank while their intervals overlap). [lower, upper]: best and worst position by score over the "
+    "resamples (normal draws for sandwich intervals), so a shared rank can sit above its interval. The same in "
+    "every leaderboard below.",
+)
+
+
+def leaderboard_table(variant: str, leaderboard: pl.DataFrame, explain: bool = True) -> Table:
+    """A variant's leaderboard as people read it: rank and score with their intervals, then the counts;
+    ``explain``: with the note on how to read the rank (the report gives it once, under the first)."""
     layout = (
         Column("rank", "rank", "rank_lower", "rank_upper"),
         Column("model", "model"),
@@ -25,7 +37,24 @@ def leaderboard_table(variant: str, leaderboard: pl.DataFrame) -> Table:
         *[Column(c, c) for c in ("battles", "wins", "ties", "losses") if c in leaderboard.columns],
     )
     digits = {c: SCORE_DIGITS for c in ("score", "score_lower", "score_upper")}
-    return Table(f"leaderboard_{variant}", leaderboard, f"Leaderboard: {variant}", digits, layout=layout)
+    intervals = "rank_lower" in leaderboard.columns and leaderboard["rank_lower"].is_not_null().any()
+    notes = LEADERBOARD_NOTES if intervals and explain else ()
+    return Table(f"leaderboard_{variant}", leaderboard, f"Leaderboard: {variant}", digits, notes, layout)
+
+
+def summary_notes(table: Table) -> tuple[str, ...]:
+    """What an empty or blank summary table means, said in words rather than left as empty cells."""
+    frame = table.frame
+    if table.name == "overview" and "key" in frame.columns:
+        values = dict(zip(frame["key"].to_list(), frame["value"].to_list()))
+        if not values.get("first") and not values.get("last"):
+            return (*table.notes, "first, last: these battles carry no timestamps, so there is no date range.")
+    if table.name == "quarantine":
+        if frame.height == 0:
+            return (*table.notes, "No rows quarantined: no ingest into this store rejected a row.")
+        total = int(frame["rows"].sum())
+        return (*table.notes, f"{total} row(s) quarantined in all, over every ingest into this store (filters do not apply).")
+    return table.notes
 
 
 def positions(leaderboards: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
@@ -56,7 +85,7 @@ def report_figures(comparison: VariantComparison, leaderboards: Mapping[str, pl.
         Figure(
             "heatmap", "Pairwise win rates and battle counts",
             lambda: plots.heatmaps(wide_matrix(pairs, "win_rate", order), wide_matrix(pairs, "battles", order)),
-            caption="Left: share of the row model's wins against the column model (a tie counts half). Right: battles per pair (square-root colour scale). Grey: the pair never met.",
+            caption="Win rate: share of the row model's wins against the column model (a tie counts half). Battles: battles per pair (square-root colour scale). Grey: the pair never met.",
             after=None,
         ),
     ]
@@ -80,10 +109,10 @@ def report_document(
     """Assemble the report from its parts (no fitting here): data summary, rank diff, coefficients,
     highlights, each variant's leaderboard, and the plots."""
     data_tables = [
-        Table(t.name, t.frame, f"Data: {t.title or t.name}", t.float_digits, t.notes, t.layout)
+        Table(t.name, t.frame, f"Data: {t.title or t.name}", t.float_digits, summary_notes(t), t.layout)
         for t in summary.tables if t.name in SUMMARY_TABLES
     ]
-    boards = [leaderboard_table(name, board) for name, board in leaderboards.items()]
+    boards = [leaderboard_table(name, board, explain=k == 0) for k, (name, board) in enumerate(leaderboards.items())]
     tables = (*data_tables, *comparison.tables(), *boards)
     figures = report_figures(comparison, leaderboards, pairs, boards[-1].name)
     meta: dict[str, Any] = {

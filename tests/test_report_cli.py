@@ -40,6 +40,11 @@ def test_html_report_is_one_self_contained_file(store, tmp_path):
     assert page.count("<svg") == 3
     # Nothing to fetch: no scripts, stylesheets, images or fonts from elsewhere (SVG namespaces are names, not requests).
     assert not re.search(r"<script|<link|<img|@import|url\((?!#)|src=", page)  # url(#id): clip paths inside the SVG
+    assert "http://" not in page and "https://" not in page  # not even SVG namespaces or metadata vocabularies
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))  # three inlined SVGs, one id space: each figure's ids are its own
+    referenced = set(re.findall(r'(?:url\(#|href="#)([^)"]+)', page))
+    assert referenced and referenced <= set(ids)
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
 
 
@@ -76,3 +81,24 @@ def test_report_from_files_without_a_store(tmp_path):
     result = run("report", log, "-o", target, *FAST, "--variants", "none,both")
     assert result.exit_code == 0, result.output
     assert "Data: Quarantined rows" not in target.read_text()  # files have no quarantine to report
+
+
+def test_heatmaps_keep_long_model_names_whole_and_readable():
+    """Many models with long names: every label inside the figure, in a font not scaled below legibility."""
+    import polars as pl
+
+    from arena_cli import plots
+    from arena_cli.render.document import Figure
+    from arena_cli.render.figures import svg_text
+
+    models = [f"Open-Assistant StableLM SFT-{k} (70B) chat" for k in range(60)]
+    frame = pl.DataFrame({"model": models, **{m: [0.5] * len(models) for m in models}})
+    figure = plots.heatmaps(frame, frame)
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    bounds = figure.bbox
+    for ax in figure.axes:
+        box = ax.get_tightbbox(renderer)
+        assert box.x0 >= bounds.x0 - 1 and box.y0 >= bounds.y0 - 1 and box.x1 <= bounds.x1 + 1 and box.y1 <= bounds.y1 + 1
+    width = float(re.search(r'width="([\d.]+)pt"', svg_text(Figure("h", "h", lambda: figure))).group(1))
+    assert width <= plots.PAGE_WIDTH * 72  # shown at natural size on the page: the 6 pt names stay 6 pt

@@ -28,7 +28,8 @@ def svg_text(figure: Figure) -> str:
     drawn = _drawn(figure)
     buffer = io.StringIO()
     with plt.rc_context({"svg.fonttype": "path", "svg.hashsalt": "arena-cli"}):
-        drawn.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+        # No metadata at all: no date (same bytes every run), and no RDF block naming vocabularies by URL.
+        drawn.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     plt.close(drawn)
     svg = buffer.getvalue()
     return svg[re.search(r"<svg[\s>]", svg).start():]

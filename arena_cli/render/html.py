@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from html import escape
 
 from arena_cli.render.display import Cell, json_value, shown
@@ -49,10 +50,24 @@ def _table(table: Table) -> list[str]:
     return out
 
 
+def inline_svg(svg: str, prefix: str) -> str:
+    """An SVG made fit to sit in a page beside others: every id (and each reference to it) gets ``prefix``,
+    since matplotlib numbers ids per figure (``text_1``, glyphs, markers, clip paths) and one page has one id
+    space, where a repeated id is invalid and a reference may resolve into another figure; and the root's
+    namespace declarations go, which html needs not (the parser puts ``<svg>`` in its namespace)."""
+    svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}{m[1]}"', svg)
+    svg = re.sub(r'url\(#([^)]+)\)', lambda m: f"url(#{prefix}{m[1]})", svg)
+    svg = re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}{m[1]}"', svg)
+    root = re.match(r"<svg[^>]*>", svg)
+    opening = re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", root[0])
+    return opening + svg[root.end():]
+
+
 def _figure(figure: Figure) -> list[str]:
     from arena_cli.render.figures import svg_text
 
-    out = [f'<h2 id="{escape(figure.name)}">{escape(figure.title)}</h2>', "<figure>", svg_text(figure)]
+    svg = inline_svg(svg_text(figure), f"fig-{figure.name}-")
+    out = [f'<h2 id="{escape(figure.name)}">{escape(figure.title)}</h2>', "<figure>", svg]
     if figure.caption:
         out.append(f"<figcaption>{escape(figure.caption)}</figcaption>")
     out.append("</figure>")
