@@ -36,7 +36,7 @@ def guarded(command: Callable) -> Callable:
                 raise
             from arena_cli.console import err_console
 
-            err_console.print(f"[red]error:[/red] {error}", highlight=False)
+            err_console.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
             raise typer.Exit(int(error.exit_code)) from None
 
     return run

@@ -23,8 +23,8 @@ def progress(transient: bool = True):
 
 
 def warn(message: str) -> None:
-    err_console.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
+    err_console.print(f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True)
 
 
 def info(message: str) -> None:
-    err_console.print(message, highlight=False)
+    err_console.print(message, highlight=False, soft_wrap=True)

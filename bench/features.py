@@ -119,6 +119,12 @@ def generate_corpus(battles: int, seed: int = 0) -> pl.DataFrame:
 # -- measurements (each in a fresh process, so peak RSS is its own) ----------------------------------------------
 
 def _rss_mib() -> float:
+    """This process's peak RSS. ``VmHWM`` belongs to the process's own memory map; ``ru_maxrss`` would also
+    count the parent's memory a spawned child had at fork, before its exec."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

@@ -111,8 +111,8 @@ def test_no_encoding_needed_without_texts(tmp_path, monkeypatch):
 
 
 def test_frames_without_conversation_columns_and_empty_frames():
-    result = compute_features(pl.DataFrame({"battle_id": ["a"]}))
-    assert result["feature_source"].to_list() == [None]
+    result = compute_features(pl.DataFrame({"battle_id": ["a", "b", "c"]}))
+    assert result["feature_source"].to_list() == [None, None, None]
     assert compute_features(battles([])).schema == features_schema()
 
 

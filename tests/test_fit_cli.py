@@ -132,3 +132,26 @@ def test_warnings_go_to_stderr_not_into_the_data(tmp_path):
     result = run(path, "--ci", "none", "--format", "csv")
     assert "d (29 battle(s)) excluded" in result.stderr
     assert "excluded" not in result.stdout
+
+
+def test_style_fit_on_the_default_store(tmp_path, monkeypatch):
+    """Without --store, the store is $ARENA_STORE (or ./arena-store), with its texts and feature cache."""
+    frame, _ = simulate(1500, 5, seed=4)
+    log = tmp_path / "votes.jsonl"
+    pl.DataFrame({
+        "model_a": frame["model_a"], "model_b": frame["model_b"], "winner": frame["outcome"],
+        "conversation_a": [[{"role": "user", "content": "q"}, {"role": "assistant", "content": "word " * (n % 40)}] for n in range(frame.height)],
+        "conversation_b": [[{"role": "user", "content": "q"}, {"role": "assistant", "content": "# h\n" * (n % 7) + "- x\n" * (n // 7 % 5) + "**b** " * (n // 35 % 3)}] for n in range(frame.height)],
+    }).write_ndjson(log)
+    monkeypatch.setenv("ARENA_STORE", str(tmp_path / "store"))
+    assert runner.invoke(app, ["ingest", str(log)]).exit_code == 0
+    result = run("--style", "both", "--ci", "none", "--format", "json")
+    coefficients = json.loads(result.stdout)["tables"]["coefficients"]
+    assert [c["feature"] for c in coefficients] == ["length", "header", "list", "bold"]
+
+
+def test_battles_without_any_style_features_exit_6(tmp_path):
+    log = tmp_path / "bare.jsonl"
+    log.write_text("".join(f'{{"model_a": "{a}", "model_b": "{b}", "winner": "model_a"}}\n' for a, b in [("x", "y"), ("y", "z"), ("z", "x")]))
+    result = run(log, "--style", "length", "--ci", "none", ok=False)
+    assert result.exit_code == 6

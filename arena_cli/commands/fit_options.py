@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from arena_cli.features.registry import RECIPES
 from arena_cli.models.options import DEFAULT_MIN_BATTLES, DEFAULT_SEED, BothBad, CIMethod, Compat, Solver, Ties
 
 STYLE_HELP = (
@@ -30,7 +31,15 @@ ConfidenceOption = Annotated[float, typer.Option("--confidence", help="Confidenc
 ClusterOption = Annotated[Optional[str], typer.Option("--cluster", help="Resample clusters of this column (e.g. judge, question_id) instead of battles; with --ci sandwich, a cluster-robust covariance.", show_default=False)]
 SolverOption = Annotated[Solver, typer.Option("--solver", help="newton: exact and fast; statsmodels: the independent reference (small data only).")]
 WorkersOption = Annotated[Optional[int], typer.Option("--workers", min=1, help="Bootstrap processes (default: all cores).", show_default=False)]
-RecipeOption = Annotated[str, typer.Option("--recipe", help="Feature recipe for style features (see `arena features`).")]
+
+
+def _check_recipe(value: str) -> str:
+    if value not in RECIPES:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(RECIPES)}")
+    return value
+
+
+RecipeOption = Annotated[str, typer.Option("--recipe", callback=_check_recipe, metavar="<" + "|".join(RECIPES) + ">", help="Feature recipe for style features (see `arena features`).")]
 EncodingOption = Annotated[str, typer.Option("--encoding", help="Tokenizer encoding for the length feature.")]
 
 

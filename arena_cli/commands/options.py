@@ -19,7 +19,7 @@ SourcesArgument = Annotated[
 ]
 FormatOption = Annotated[
     Optional[OutputFormat],
-    typer.Option("--format", "-f", help="Output format (default: table on a terminal; from the -o extension).", show_default=False),
+    typer.Option("--format", "-f", help="Output format (default: from the -o extension, else table).", show_default=False),
 ]
 OutputOption = Annotated[
     Optional[Path],

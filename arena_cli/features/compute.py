@@ -123,7 +123,8 @@ def _metadata_features(frame: pl.DataFrame) -> pl.DataFrame:
             value = pl.col(meta) if meta in frame.columns else pl.lit(None)
             columns.append(value.cast(pl.Int64).alias(f"{name}_{side}"))
         columns.extend(pl.lit(None, dtype=pl.Int64).alias(f"{name}_{side}") for name in STRUCTURE_FEATURES)
-    return frame.select(columns)
+    names = [column.meta.output_name() for column in columns]
+    return frame.with_columns(columns).select(names)  # with_columns: literals take the frame's height
 
 
 def _densities() -> list[pl.Expr]:

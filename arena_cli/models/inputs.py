@@ -41,7 +41,11 @@ def load_fit_battles(
     """Battles for fitting every style spec in ``styles`` (one for ``arena fit``, several for variants)."""
     from arena_cli.dataset import load_battles
     from arena_cli.features.registry import side_columns
+    from arena_cli.io.store import default_store_path
     from arena_cli.schema import META_COLUMNS
+
+    if not sources and store is None:
+        store = default_store_path()  # the features cache and texts live in that store too
 
     terms = list(dict.fromkeys(t for spec in styles for t in parse_style(spec)))
     features = sorted({f for t in terms for f in (_feature_members(t) or ())})

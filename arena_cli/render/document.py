@@ -112,3 +112,9 @@ class Document:
     @property
     def primary(self) -> Table:
         return self.tables[0]
+
+    @property
+    def readable_tables(self) -> tuple[Table, ...]:
+        """The tables a person reads: an empty one (no style coefficients in a plain fit) is left out of
+        tables, markdown and HTML; machine formats keep every table so their shape never changes."""
+        return tuple(t for t in self.tables if t.frame.height or t is self.primary or t.notes)

@@ -62,7 +62,7 @@ def to_markdown(doc: Document, figure_prefix: str | None = None) -> bytes:
                 if figure.caption:
                     parts.append(f"{figure.caption}\n")
 
-    for table in doc.tables:
+    for table in doc.readable_tables:
         if table.title:
             parts.append(f"### {table.title}\n")
         parts.append(markdown_table(shown(table)) + "\n")
@@ -100,7 +100,7 @@ def rich_tables(doc: Document, terminal: bool = False) -> list[Any]:
     from rich.text import Text
 
     out = []
-    for table in doc.tables:
+    for table in doc.readable_tables:
         view = shown(table)
         caption = Text("\n".join(table.notes)) if table.notes else None
         rich_table = RichTable(title=Text(table.title) if table.title else None, caption=caption, caption_justify="left")
