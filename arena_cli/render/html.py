@@ -78,7 +78,7 @@ def to_html(doc: Document) -> bytes:
     """Tables in order, each figure after the table it names, the settings (``meta``) at the end."""
     title = doc.title or doc.kind
     body = [f"<h1>{escape(title)}</h1>"]
-    for table in doc.tables:
+    for table in doc.readable_tables:
         body.extend(_table(table))
         for figure in doc.figures:
             if figure.after == table.name:
