@@ -312,14 +312,16 @@ def diff_table(comparison: VariantComparison) -> Table:
     names = list(comparison.variants)
     layout = [Column("model", "model")]
     for name in names:
-        layout.append(Column(f"{name} rank", f"rank_{name}", f"rank_lower_{name}", f"rank_upper_{name}"))
+        layout.append(Column(f"{name} rank", f"rank_{name}"))
+        layout.append(Column(f"{name} range", f"rank_lower_{name}", through=f"rank_upper_{name}"))
         layout.append(Column(f"{name} score", f"score_{name}", digits=SCORE_DIGITS))
         if name != comparison.baseline:
             layout.append(Column(f"{name} Δ", f"rank_change_{name}", change=True, strong=f"shifted_{name}"))
     notes = (
         f"Δ: rank change against {comparison.baseline} (+ = the model climbs). Bold (* in plain text): a significant "
         f"shift, the rank interval no longer overlaps the one under {comparison.baseline}.",
-        "Rank [lower, upper]: rank interval. All variants are fitted on the same battles with the same resamples; "
+        "rank: LMArena's (1 + the number of models whose score interval lies wholly above); range: the central interval "
+        "of the position over the resamples, so a shared rank can lie outside it. All variants are fitted on the same battles with the same resamples; "
         "JSON and CSV also give each change's interval over those paired resamples (rank_change_lower/upper_<variant>).",
     )
     digits = {c: SCORE_DIGITS for c in comparison.rank_diff.columns if c.startswith("score")}
@@ -509,8 +511,10 @@ class LeaderboardComparison:
     def to_document(self) -> Document:
         layout = (
             Column("model", "model"), Column("status", "status"),
-            Column("old rank", "rank_old", "rank_lower_old", "rank_upper_old"),
-            Column("new rank", "rank_new", "rank_lower_new", "rank_upper_new"),
+            Column("old rank", "rank_old"),
+            Column("old range", "rank_lower_old", through="rank_upper_old"),
+            Column("new rank", "rank_new"),
+            Column("new range", "rank_lower_new", through="rank_upper_new"),
             Column("Δ rank", "rank_change", change=True, strong="rank_beyond_interval"),
             Column("old score", "score_old", digits=SCORE_DIGITS),
             Column("new score", "score_new", digits=SCORE_DIGITS),

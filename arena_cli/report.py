@@ -10,36 +10,21 @@ from typing import Any
 import polars as pl
 
 from arena_cli.compare import SCORE_DIGITS, VariantComparison, with_positions
-from arena_cli.render.document import Column, Document, Figure, Table
+from arena_cli.render.document import Document, Figure, Table
 
 #: Tables of ``arena info``'s summary the report keeps (per-model counts are in the leaderboards already).
 SUMMARY_TABLES = ("overview", "outcomes", "languages", "quarantine", "features")
 
 
-#: How to read a leaderboard's rank: the rank is LMArena's (shared while intervals overlap), its interval the
-#: positions over the resamples, so the two need not agree (``1 [2, 12]``: no model is clearly better, yet one
-#: scored higher in nearly every resample).
-LEADERBOARD_NOTES = (
-    "rank: 1 + the number of models whose score interval lies wholly above this model's (LMArena's rank: models "
-    "share a rank while their intervals overlap). [lower, upper]: best and worst position by score over the "
-    "resamples (normal draws for sandwich intervals), so a shared rank can sit above its interval. The same in "
-    "every leaderboard below.",
-)
-
-
 def leaderboard_table(variant: str, leaderboard: pl.DataFrame, explain: bool = True) -> Table:
     """A variant's leaderboard as people read it: rank and score with their intervals, then the counts;
     ``explain``: with the note on how to read the rank (the report gives it once, under the first)."""
-    layout = (
-        Column("rank", "rank", "rank_lower", "rank_upper"),
-        Column("model", "model"),
-        Column("score", "score", "score_lower", "score_upper", digits=SCORE_DIGITS),
-        *[Column(c, c) for c in ("battles", "wins", "ties", "losses") if c in leaderboard.columns],
-    )
+    from arena_cli.models.result import RANK_NOTE, leaderboard_layout
+
     digits = {c: SCORE_DIGITS for c in ("score", "score_lower", "score_upper")}
     intervals = "rank_lower" in leaderboard.columns and leaderboard["rank_lower"].is_not_null().any()
-    notes = LEADERBOARD_NOTES if intervals and explain else ()
-    return Table(f"leaderboard_{variant}", leaderboard, f"Leaderboard: {variant}", digits, notes, layout)
+    notes = (RANK_NOTE + " The same in every leaderboard below.",) if intervals and explain else ()
+    return Table(f"leaderboard_{variant}", leaderboard, f"Leaderboard: {variant}", digits, notes, leaderboard_layout(leaderboard.columns))
 
 
 def summary_notes(table: Table) -> tuple[str, ...]:

@@ -97,7 +97,7 @@ def test_diff_document_has_three_tables_and_plain_changes_in_markdown():
     doc = comparison().to_document()
     assert [t.name for t in doc.tables] == ["rank_diff", "coefficients", "highlights"]
     markdown = render(doc, OutputFormat.markdown).decode()
-    assert "| alpha | 1 [1, 2] | 1120.0 |" in markdown
+    assert "| alpha | 1 | 1–2 | 1120.0 |" in markdown
     assert "**-3**" in markdown  # alpha's significant drop under both, in bold
     assert "↑" not in markdown and "↓" not in markdown
 

@@ -63,7 +63,7 @@ def test_diff_custom_variants_and_output_file(store, tmp_path):
     result = run("diff", "--store", store, *FAST, "--variants", "none,lb=length+bold", "--sort", "model", "-o", target)
     assert result.exit_code == 0, result.output
     text = target.read_text()
-    assert "| model | none rank | none score | lb rank | lb score | lb Δ |" in text
+    assert "| model | none rank | none range | none score | lb rank | lb range | lb score | lb Δ |" in text
     assert "| lb | " in text and "bold" in text
 
 

@@ -63,15 +63,11 @@ class FitResult:
         notes = tuple(
             f"{e['model']} excluded ({e['battles']} battles): {e['reason']}" for e in self.settings.get("excluded", [])
         )
-        board_layout = (
-            Column("rank", "rank", "rank_lower", "rank_upper"),
-            Column("model", "model"),
-            Column("score", "score", "score_lower", "score_upper", digits=1),
-            *(Column(c, c) for c in ("battles", "wins", "ties", "losses")),
-        )
+        if self.leaderboard["rank_lower"].is_not_null().any():
+            notes = (*notes, RANK_NOTE)
         tables = (
             Table(
-                "leaderboard", self.leaderboard, title=title, notes=notes, layout=board_layout,
+                "leaderboard", self.leaderboard, title=title, notes=notes, layout=leaderboard_layout(self.leaderboard.columns),
                 float_digits={c: 1 for c in ("score", "score_lower", "score_upper")},
             ),
             Table(
@@ -91,6 +87,28 @@ class FitResult:
             return self.models.index(model)
         except ValueError:
             raise KeyError(f"{model!r} is not in this fit") from None
+
+
+#: How to read the two rank columns; they answer different questions, so a rank can lie outside its range.
+RANK_NOTE = (
+    "rank: 1 + the number of models whose score interval lies wholly above this model's (LMArena's rank: models "
+    "share a rank while their intervals overlap). rank range: the central interval (at the fit's confidence) of "
+    "the model's position by score over the resamples (normal draws for sandwich intervals). A shared rank can lie "
+    "outside the range."
+)
+
+
+def leaderboard_layout(columns: Sequence[str]) -> tuple:
+    """How people see a leaderboard: rank, rank range, model, score with its interval, then the counts."""
+    from arena_cli.render.document import Column
+
+    return (
+        Column("rank", "rank"),
+        Column("rank range", "rank_lower", through="rank_upper"),
+        Column("model", "model"),
+        Column("score", "score", "score_lower", "score_upper", digits=1),
+        *(Column(c, c) for c in ("battles", "wins", "ties", "losses") if c in columns),
+    )
 
 
 def predict_win_prob(result: FitResult, model_a: str | Sequence[str], model_b: str | Sequence[str]) -> float | np.ndarray:

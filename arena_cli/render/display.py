@@ -95,7 +95,16 @@ def _column_cells(frame: pl.DataFrame, column: Column, digits: int | None) -> li
     texts = [_number(v, digits) for v in values]
     if column.lower and column.upper:
         bounds = zip(frame[column.lower].to_list(), frame[column.upper].to_list())
-        texts = [t if t == MISSING else f"{t} [{_number(lo, digits)}, {_number(hi, digits)}]" for t, (lo, hi) in zip(texts, bounds)]
+        texts = [
+            t if t == MISSING or (lo is None and hi is None) else f"{t} [{_number(lo, digits)}, {_number(hi, digits)}]"
+            for t, (lo, hi) in zip(texts, bounds)
+        ]
+    if column.through:
+        ends = frame[column.through].to_list()
+        texts = [
+            MISSING if t == MISSING or end is None else t if _number(end, digits) == t else f"{t}–{_number(end, digits)}"
+            for t, end in zip(texts, ends)
+        ]
     return [Cell(t, strong=s) for t, s in zip(texts, strong)]
 
 

@@ -43,7 +43,8 @@ def format_from_path(path: Path) -> OutputFormat | None:
 class Column:
     """One column of what people see (table, markdown, html), built from columns of the machine frame.
 
-    ``value`` shown with ``digits`` decimals; with ``lower``/``upper`` it reads ``value [lower, upper]``;
+    ``value`` shown with ``digits`` decimals; with ``lower``/``upper`` it reads ``value [lower, upper]``
+    (just ``value`` when both bounds are null); with ``through`` it reads ``value–through`` (a range);
     ``change`` marks a signed change (colored arrows on a terminal, ``+3`` / ``-2`` in files); ``strong``
     names a boolean column that emphasises the cell where true. Null values show as an em dash.
     """
@@ -52,6 +53,7 @@ class Column:
     value: str
     lower: str | None = None
     upper: str | None = None
+    through: str | None = None
     digits: int | None = None
     change: bool = False
     strong: str | None = None
