@@ -45,28 +45,37 @@ GROUPS = {
 GAMMA = {"length": 0.5, "header": 0.1, "list": 0.1, "bold": 0.1}
 
 ARENA_RANK_SCRIPT = textwrap.dedent('''
+    import multiprocessing
     import sys
     import pandas as pd
     from arena_rank.models.bradley_terry import BradleyTerry
     from arena_rank.models.contextual_bradley_terry import ContextualBradleyTerry
     from arena_rank.utils.data_utils import ContextualPairDataset, PairDataset
     GROUPS = {groups!r}
-    path, style, out = sys.argv[1:4]
-    if style == "none":
-        df = pd.read_parquet(path, columns=["model_a", "model_b", "outcome"])
-        ds = PairDataset.from_pandas(df, outcome_col="outcome")
-        model = BradleyTerry(n_competitors=len(ds.competitors))
-    else:
-        columns = [f"{{m}}_{{s}}" for ms in GROUPS.values() for m in ms for s in "ab"]
-        df = pd.read_parquet(path, columns=["model_a", "model_b", "outcome", *columns])
-        for group, members in GROUPS.items():
-            a = sum(df[f"{{m}}_a"] for m in members).astype(float)
-            b = sum(df[f"{{m}}_b"] for m in members).astype(float)
-            df[group] = (a - b) / (a + b + 1.0)
-        ds = ContextualPairDataset.from_pandas(df, feature_cols=list(GROUPS), outcome_col="outcome")
-        model = ContextualBradleyTerry(n_competitors=len(ds.competitors), n_features=len(GROUPS))
-    result = model.compute_ratings_and_cis(ds, significance_level=0.05)
-    pd.DataFrame({{"model": result["competitors"], "score": list(map(float, result["ratings"]))}}).to_csv(out, index=False)
+
+
+    def main():
+        path, style, out = sys.argv[1:4]
+        if style == "none":
+            df = pd.read_parquet(path, columns=["model_a", "model_b", "outcome"])
+            ds = PairDataset.from_pandas(df, outcome_col="outcome")
+            model = BradleyTerry(n_competitors=len(ds.competitors))
+        else:
+            columns = [f"{{m}}_{{s}}" for ms in GROUPS.values() for m in ms for s in "ab"]
+            df = pd.read_parquet(path, columns=["model_a", "model_b", "outcome", *columns])
+            for group, members in GROUPS.items():
+                a = sum(df[f"{{m}}_a"] for m in members).astype(float)
+                b = sum(df[f"{{m}}_b"] for m in members).astype(float)
+                df[group] = (a - b) / (a + b + 1.0)
+            ds = ContextualPairDataset.from_pandas(df, feature_cols=list(GROUPS), outcome_col="outcome")
+            model = ContextualBradleyTerry(n_competitors=len(ds.competitors), n_features=len(GROUPS))
+        result = model.compute_ratings_and_cis(ds, significance_level=0.05)
+        pd.DataFrame({{"model": result["competitors"], "score": list(map(float, result["ratings"]))}}).to_csv(out, index=False)
+
+
+    if __name__ == "__main__":
+        multiprocessing.set_start_method("spawn")  # arena-rank's bootstrap forks; fork after JAX threads deadlocks
+        main()
 ''').format(groups=GROUPS)
 
 

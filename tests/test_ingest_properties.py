@@ -159,3 +159,37 @@ def test_export_then_ingest_leaves_the_store_unchanged(tmp_path_factory, votes, 
     for table, frame in before.items():
         assert after[table].equals(frame), table
     assert isinstance(after["battles"], pl.DataFrame)
+
+
+scalar_columns = st.sampled_from([pl.Int64, pl.Int8, pl.UInt32, pl.Float64, pl.Float32, pl.Boolean, pl.String])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_content_text_fast_members_equal_the_json_encoder(data):
+    """Numbers and booleans written directly give exactly the text polars' JSON encoder gives (hashes stay)."""
+    import re as regex
+
+    from arena_cli.io import ingest
+
+    rows = data.draw(st.integers(1, 6))
+    columns = {"model_a": pl.Series(["a"] * rows), "model_b": pl.Series(["b"] * rows), "outcome": pl.Series(["tie"] * rows)}
+    columns["turn"] = pl.Series(data.draw(st.lists(st.none() | st.integers(-5, 10**12), min_size=rows, max_size=rows)), dtype=pl.Int64)
+    for k, dtype in enumerate(data.draw(st.lists(scalar_columns, max_size=4))):
+        if dtype == pl.Boolean:
+            values = st.none() | st.booleans()
+        elif dtype.is_integer():
+            values = st.none() | st.integers(0, 100)
+        elif dtype.is_float():
+            values = st.none() | st.floats(allow_nan=True, allow_infinity=True, width=32)
+        else:
+            values = st.none() | line_text | st.just('{"a":null,"b":1}')
+        columns[f"extra {k}"] = pl.Series(data.draw(st.lists(values, min_size=rows, max_size=rows)), dtype=dtype)
+    frame = pl.DataFrame(columns)
+    fast = ingest._content_text(frame)
+    original = ingest._PLAIN_NAME
+    try:
+        ingest._PLAIN_NAME = regex.compile(r"(?!)")  # every member through the encoder
+        assert ingest._content_text(frame).to_list() == fast.to_list()
+    finally:
+        ingest._PLAIN_NAME = original
