@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from arena_cli.features.registry import RECIPES
 from arena_cli.models.options import DEFAULT_MIN_BATTLES, DEFAULT_SEED, BothBad, CIMethod, Compat, Solver, Ties
 
 STYLE_HELP = (
@@ -34,12 +33,14 @@ WorkersOption = Annotated[Optional[int], typer.Option("--workers", min=1, help="
 
 
 def _check_recipe(value: str) -> str:
+    from arena_cli.features.registry import RECIPES  # polars comes with it: not at start-up
+
     if value not in RECIPES:
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(RECIPES)}")
     return value
 
 
-RecipeOption = Annotated[str, typer.Option("--recipe", callback=_check_recipe, metavar="<" + "|".join(RECIPES) + ">", help="Feature recipe for style features (see `arena features`).")]
+RecipeOption = Annotated[str, typer.Option("--recipe", callback=_check_recipe, metavar="<default|lmarena>", help="Feature recipe for style features (see `arena features`).")]
 EncodingOption = Annotated[str, typer.Option("--encoding", help="Tokenizer encoding for the length feature.")]
 
 

@@ -2,9 +2,25 @@
 
 ``registry`` lists every feature and the style groups and variants the fit uses; ``compute`` computes them
 for a frame of battles; ``cache`` keeps them in the store and joins them onto battles.
+
+The functions below load on first use, so importing the light ``registry`` (the CLI does, for its option
+choices) does not import polars.
 """
 
-from arena_cli.features.cache import FeatureUpdate, attach_features, feature_sources, update_store_features
-from arena_cli.features.compute import compute_features
+from importlib import import_module
 
-__all__ = ["attach_features", "compute_features", "feature_sources", "update_store_features", "FeatureUpdate"]
+_EXPORTS = {
+    "attach_features": "cache",
+    "feature_sources": "cache",
+    "update_store_features": "cache",
+    "FeatureUpdate": "cache",
+    "compute_features": "compute",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(import_module(f"arena_cli.features.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
