@@ -104,8 +104,10 @@ def rich_tables(doc: Document, terminal: bool = False) -> list[Any]:
         view = shown(table)
         caption = Text("\n".join(table.notes)) if table.notes else None
         rich_table = RichTable(title=Text(table.title) if table.title else None, caption=caption, caption_justify="left")
-        for header, numeric in zip(view.headers, view.numeric):
-            rich_table.add_column(header, justify="right" if numeric else "left")
+        for k, (header, numeric) in enumerate(zip(view.headers, view.numeric)):
+            # names (models, features) are never cut short: the numbers beside them wrap first
+            widest = max((len(row[k].text) for row in view.rows), default=0)
+            rich_table.add_column(header, justify="right" if numeric else "left", min_width=None if numeric else min(widest, 40))
         for row in view.rows:
             rich_table.add_row(*(_rich_cell(c, terminal) for c in row))
         out.append(rich_table)
@@ -117,8 +119,15 @@ def to_table_text(doc: Document) -> bytes:
 
     console = Console(file=io.StringIO(), width=200, color_system=None)
     for rich_table in rich_tables(doc):
-        console.print(rich_table)
+        _print_unsqueezed(console, rich_table)
     return console.file.getvalue().encode()
+
+
+def _print_unsqueezed(console, rich_table) -> None:
+    """A file or pipe has no width: each table gets at least its natural width, so nothing wraps."""
+    console.width = 10_000  # measure without a limit
+    console.width = max(200, console.measure(rich_table).maximum)
+    console.print(rich_table)
 
 
 def print_rich(doc: Document) -> None:
@@ -126,7 +135,9 @@ def print_rich(doc: Document) -> None:
     from rich.console import Console
 
     console = Console()
-    if not console.is_terminal:  # piped: as wide as a table file, not squeezed to 80 columns
-        console = Console(width=200)
-    for rich_table in rich_tables(doc, terminal=console.is_terminal):
-        console.print(rich_table)
+    terminal = console.is_terminal
+    for rich_table in rich_tables(doc, terminal=terminal):
+        if terminal:
+            console.print(rich_table)
+        else:  # piped: as wide as a table file, not squeezed to 80 columns
+            _print_unsqueezed(console, rich_table)
