@@ -7,8 +7,20 @@ import polars as pl
 from arena_cli.render.document import Document, Table
 
 
-def describe(battles: pl.DataFrame, quarantine: pl.DataFrame | None = None, feature_sets: dict[str, int] | None = None) -> Document:
-    """A summary document of ``battles`` (and of the quarantine, when known)."""
+def store_context(store) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The store's quarantine reasons and, per cached feature set, where its battles' features came from."""
+    from arena_cli.features.cache import feature_sources
+    from arena_cli.io.store import Store
+
+    opened = Store.open(store)
+    quarantine = opened.read("quarantine", ["reason"])
+    if quarantine is None:
+        quarantine = pl.DataFrame(schema={"reason": pl.String})
+    return quarantine, feature_sources(opened)
+
+
+def describe(battles: pl.DataFrame, quarantine: pl.DataFrame | None = None, features: pl.DataFrame | None = None) -> Document:
+    """A summary document of ``battles`` (and of the quarantine and cached features, when known)."""
     per_side = pl.concat([
         battles.select(pl.col("model_a").alias("model"), pl.col("outcome").replace_strict({"model_a": "win", "model_b": "loss"}, default=pl.col("outcome"))),
         battles.select(pl.col("model_b").alias("model"), pl.col("outcome").replace_strict({"model_b": "win", "model_a": "loss"}, default=pl.col("outcome"))),
@@ -47,6 +59,7 @@ def describe(battles: pl.DataFrame, quarantine: pl.DataFrame | None = None, feat
     if quarantine is not None:
         reasons = quarantine.group_by("reason").agg(pl.len().alias("rows")).sort("reason") if quarantine.height else pl.DataFrame(schema={"reason": pl.String, "rows": pl.UInt32})
         tables.append(Table("quarantine", reasons, "Quarantined rows"))
-    if feature_sets:
-        tables.append(Table("features", pl.DataFrame({"feature_set": list(feature_sets), "battles": list(feature_sets.values())}), "Computed style features"))
+    if features is not None and features.height:
+        note = "from_metadata: battles without texts, whose counts are LMArena's precomputed conv_metadata."
+        tables.append(Table("features", features, "Computed style features", notes=(note,)))
     return Document("info", tuple(tables), meta=overview, title="arena info")

@@ -112,13 +112,3 @@ def report_document(
     return Document("report", tables, meta=meta, title=title, figures=figures)
 
 
-def store_context(store) -> tuple[pl.DataFrame, dict[str, int]]:
-    """The store's quarantine reasons and cached feature sets (with their battle counts), for the summary."""
-    from arena_cli.io.store import Store
-
-    opened = Store.open(store)
-    quarantine = opened.read("quarantine", ["reason"])
-    if quarantine is None:
-        quarantine = pl.DataFrame(schema={"reason": pl.String})
-    feature_sets = {t.removeprefix("features/"): opened.rows(t) for t in opened.tables() if t.startswith("features/")}
-    return quarantine, feature_sets

@@ -182,3 +182,21 @@ def test_info_on_files_where_and_exit_codes(tmp_path, votes):
     assert arena("info", votes, "--where", "language = = 1").exit_code == 3
     assert arena("info", votes, "--where", "language = 'Klingon'").exit_code == 6
     assert arena("info", "--store", tmp_path / "nowhere").exit_code == 3
+
+
+def test_info_says_where_features_came_from(tmp_path):
+    """Battles without texts take LMArena's conv_metadata counts, and `arena info` says how many did."""
+    meta = {"sum_assistant_a_tokens": 120, "sum_assistant_b_tokens": 80, "header_count_a": {"h1": 1}, "bold_count_b": {"**": 2}}
+    lines = [{"model_a": "x", "model_b": "y", "winner": "model_a", "conv_metadata": meta, "question_id": "m"}]
+    lines.append({"model_a": "y", "model_b": "x", "winner": "tie", "question_id": "t",
+                  "conversation_a": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "# hi"}],
+                  "conversation_b": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "**b**"}]})
+    lines.append({"model_a": "x", "model_b": "y", "winner": "model_b", "question_id": "n"})
+    log = tmp_path / "votes.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    store = tmp_path / "store"
+    for args in (["ingest", str(log), "-s", str(store)], ["features", "-s", str(store)]):
+        assert runner.invoke(app, args).exit_code == 0
+    result = runner.invoke(app, ["info", "-s", str(store), "-f", "json"])
+    (row,) = json.loads(result.stdout)["tables"]["features"]
+    assert (row["battles"], row["from_text"], row["from_metadata"], row["without_features"]) == (3, 1, 1, 1)

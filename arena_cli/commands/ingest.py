@@ -85,23 +85,13 @@ def info_command(
 ) -> None:
     """Summarise battles: counts, models, date range, outcomes, languages, quarantine, computed features."""
     from arena_cli.dataset import load_battles
-    from arena_cli.info import describe
+    from arena_cli.info import describe, store_context
     from arena_cli.render import emit
 
     columns = ["model_a", "model_b", "outcome", "timestamp", "language"]
     battles = load_battles(sources or (), store, columns=columns, where=where)
-    quarantine = feature_sets = None
-    if not sources:
-        from arena_cli.io.store import Store
-
-        opened = Store.open(store)
-        quarantine = opened.read("quarantine", ["reason"])
-        if quarantine is None:
-            import polars as pl
-
-            quarantine = pl.DataFrame(schema={"reason": pl.String})
-        feature_sets = {t.removeprefix("features/"): opened.rows(t) for t in opened.tables() if t.startswith("features/")}
-    emit(describe(battles, quarantine, feature_sets), output_format, output)
+    quarantine, features = (None, None) if sources else store_context(store)
+    emit(describe(battles, quarantine, features), output_format, output)
 
 
 class ExportFormat(str, Enum):

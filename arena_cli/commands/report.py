@@ -78,7 +78,8 @@ def report_command(
     from arena_cli.info import describe
     from arena_cli.matrix import pairwise_counts
     from arena_cli.render import emit
-    from arena_cli.report import report_document, store_context
+    from arena_cli.info import store_context
+    from arena_cli.report import report_document
 
     options = build_fit_options(
         ties=ties, both_bad=both_bad, no_normalize=no_normalize, anchor=anchor, reweight=reweight, ridge=ridge,
@@ -90,11 +91,11 @@ def report_command(
                                           exclude_models=exclude_models, recipe=recipe, encoding=encoding)
     # The data summary and the heatmaps describe the same filtered battles the fits read.
     battles = load_battles(sources or (), store, columns=["model_a", "model_b", "outcome", "timestamp", "language"], **filters)
-    quarantine, feature_sets = (None, None) if sources else store_context(store)
+    quarantine, features = (None, None) if sources else store_context(store)
     settings = {**comparison.settings, "filters": filters, "feature_recipe": {"recipe": recipe, "encoding": encoding}}
     source = ", ".join(str(s) for s in sources) if sources else str(store or "store")
     doc = report_document(
-        describe(battles, quarantine, feature_sets), replace(comparison, settings=settings),
+        describe(battles, quarantine, features), replace(comparison, settings=settings),
         {name: r.leaderboard for name, r in results.items()}, pairwise_counts(battles), source,
     )
     written = emit(doc, output_format, output)
