@@ -75,10 +75,9 @@ def report_command(
 
     from arena_cli.console import info
     from arena_cli.dataset import load_battles
-    from arena_cli.info import describe
+    from arena_cli.info import describe, store_context
     from arena_cli.matrix import pairwise_counts
     from arena_cli.render import emit
-    from arena_cli.info import store_context
     from arena_cli.report import report_document
 
     options = build_fit_options(

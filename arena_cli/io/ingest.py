@@ -172,10 +172,7 @@ def _decode_json(series: pl.Series, dtype: pl.DataType) -> pl.Series:
     """
     series = series.to_frame().select(pl.when(pl.first().str.strip_chars() != "").then(pl.first())).to_series().alias(series.name)
     try:
-        decoded = series.str.json_decode(dtype)
-        if len(decoded) == len(series):
-            return decoded
-        raise ValueError("decoded length differs")
+        return series.str.json_decode(dtype)
     except Exception:
         import json
 

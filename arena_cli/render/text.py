@@ -125,8 +125,10 @@ def to_table_text(doc: Document) -> bytes:
 
 def _print_unsqueezed(console, rich_table) -> None:
     """A file or pipe has no width: each table gets at least its natural width, so nothing wraps."""
-    console.width = 10_000  # measure without a limit
-    console.width = max(200, console.measure(rich_table).maximum)
+    from rich.measure import Measurement
+
+    natural = Measurement.get(console, console.options.update(max_width=10_000), rich_table).maximum
+    console.width = max(200, natural)
     console.print(rich_table)
 
 
