@@ -38,14 +38,12 @@ def load_battles(
         from arena_cli.io.ingest import read_sources
         from arena_cli.console import warn
 
-        result = read_sources([Path(s) for s in sources])
+        result = read_sources([Path(s) for s in sources], columns=wanted)
         rejected = result.quarantine.height
         if rejected:
             reasons = result.quarantine["reason"].value_counts(sort=True)
             warn(f"{rejected} row(s) skipped: " + ", ".join(f"{r} {n}" for r, n in reasons.iter_rows()) + " (use `arena ingest` to keep them in a quarantine)")
         frame = result.battles
-        if wanted is not None:
-            frame = frame.select([c for c in wanted if c in frame.columns])
     else:
         from arena_cli.io.store import Store
 

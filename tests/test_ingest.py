@@ -301,3 +301,68 @@ def test_empty_source_has_a_zero_summary(tmp_path):
     result = read_sources([tmp_path / "empty.jsonl"])
     assert summary(result)["rows_read"] == 0
     assert result.battles.height == 0 and result.battles.columns == list(CANONICAL)
+
+
+def test_quarantine_details_name_the_problem_of_the_first_failed_check(tmp_path):
+    cases = {
+        row(winner="Draw "): 'unknown winner label "Draw" (map it with --winner-map LABEL=OUTCOME)',
+        row(turn="abc"): "turn: not a valid turn",
+        row(tstamp="yesterday"): "tstamp: not a valid timestamp",
+        row(model_b="x"): "model_a == model_b",
+        row(model_a=None, turn="abc"): "model_a or model_b is missing or empty",
+        row(winner="?", model_b="x"): 'unknown winner label "?" (map it with --winner-map LABEL=OUTCOME)',
+        row(conversation_a="hello"): "conversation_a: not a list of {role, content} messages",
+        row(conv_metadata="tokens: 5"): "conv_metadata: not an LMArena conv_metadata object",
+    }
+    result = read_sources([write_jsonl(tmp_path / "v.jsonl", [row(question_id="ok"), *cases])])
+    assert result.quarantine.sort("source_row")["detail"].to_list() == list(cases.values())
+    assert result.battles["battle_id"].to_list() == ["ok"]
+
+
+# -- lean reads: the battles of a full read, for the columns asked ------------------------------------------
+
+LEAN_COLUMNS = ["model_a", "model_b", "outcome", "turn", "score"]
+
+
+def _lean_cases(tmp_path):
+    mixed = [row(question_id="a", score=1), row(question_id="b", turn="x"), row(question_id="c", winner="draw", score=2), row(question_id="d", turn=2)]
+    idless = [row(score=1), row(score=1), row(winner="model_b"), row(model_b="x")]
+    frame = pl.DataFrame({"id": ["p1", "p2", "p3"], "model_a": ["x", "y", "x"], "model_b": ["y", "z", "x"], "winner": ["model_a", "tie", "model_b"],
+                          "turn": [1, None, 3], "score": [0.5, 1.5, 2.5], "unused": ["u", "v", "w"]})
+    frame.write_parquet(tmp_path / "p.parquet")
+    return {
+        "ids and bad rows": ([write_jsonl(tmp_path / "mixed.jsonl", mixed)], True),
+        "repeated votes without ids": ([write_jsonl(tmp_path / "idless.jsonl", idless)], True),
+        "parquet, columns skipped": ([tmp_path / "p.parquet"], True),
+        "two sources with ids": ([tmp_path / "mixed.jsonl", tmp_path / "p.parquet"], True),
+        "repeated and conflicting ids": ([write_jsonl(tmp_path / "dup.jsonl", [*mixed, row(question_id="a"), row(question_id="a", winner="tie")])], False),
+        "the same file twice": ([tmp_path / "mixed.jsonl", tmp_path / "mixed.jsonl"], False),
+        "votes without ids in two sources": ([tmp_path / "idless.jsonl", write_jsonl(tmp_path / "idless2.jsonl", idless[:1])], False),
+        "ids like content-hash ids": ([write_jsonl(tmp_path / "sha.jsonl", [row(), row(question_id="sha-1234", winner="tie")])], False),
+    }
+
+
+@pytest.mark.parametrize("case", [
+    "ids and bad rows", "repeated votes without ids", "parquet, columns skipped", "two sources with ids",
+    "repeated and conflicting ids", "the same file twice", "votes without ids in two sources", "ids like content-hash ids",
+])
+def test_a_lean_read_gives_the_battles_of_a_full_read(tmp_path, monkeypatch, case):
+    from arena_cli.io import ingest
+
+    paths, lean = _lean_cases(tmp_path)[case]
+    full = read_sources(paths)
+    if lean:  # no hashing at all
+        monkeypatch.setattr(ingest, "add_hashes", lambda *a: pytest.fail("a lean read hashed"))
+    result = read_sources(paths, columns=LEAN_COLUMNS)
+    expected = full.battles.select([c for c in LEAN_COLUMNS if c in full.battles.columns])
+    assert result.battles.columns == expected.columns
+    assert result.battles.equals(expected)
+    assert result.quarantine.select("source_file", "source_row", "reason", "detail").equals(full.quarantine.select("source_file", "source_row", "reason", "detail"))
+    assert [s.stored for s in result.summaries] == [s.stored for s in full.summaries]
+
+
+def test_a_read_asking_for_ids_is_a_full_read(tmp_path):
+    path = write_jsonl(tmp_path / "v.jsonl", [row(), row()])
+    battles = read_sources([path], columns=["battle_id", "model_a"]).battles
+    assert battles.columns == ["battle_id", "model_a"]
+    assert battles["battle_id"].str.starts_with("sha-").all() and battles["battle_id"].n_unique() == 2

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -339,11 +339,13 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
     schema = batch.schema
     col = plan.columns
     out: dict[str, pl.Expr] = {}
-    bad: list[tuple[str, pl.Expr, str]] = []  # (reason, condition, detail)
+    # (reason, flag, field, detail): the row is bad where ``flag`` (on source columns) holds and, when a
+    # ``field`` is named, its parsed value is null. Flags are computed with the fields in one pass; the checks
+    # then only read computed columns, so no parser runs twice.
+    bad: list[tuple[str, pl.Expr, str | None, str]] = []
 
     for name in ("model_a", "model_b"):
         out[name] = _text(col[name], schema[col[name]])
-    missing_model = out["model_a"].is_null() | (out["model_a"] == "") | out["model_b"].is_null() | (out["model_b"] == "")
 
     if plan.dialect == "kaggle" and "outcome" not in col:
         outcome = _kaggle_outcome(batch)
@@ -358,7 +360,7 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
         if name in col:
             out[name] = parse(col[name], schema[col[name]])
             present = _text(col[name], schema[col[name]]).is_not_null()
-            bad.append((QuarantineReason.WRONG_TYPE.value, present & out[name].is_null(), f"{col[name]}: not a valid {name}"))
+            bad.append((QuarantineReason.WRONG_TYPE.value, present, name, f"{col[name]}: not a valid {name}"))
     for name in ("judge", "question_id", "language", "category"):
         if name in col:
             out[name] = _text(col[name], schema[col[name]])
@@ -378,18 +380,18 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
                 out[name] = pl.col(f"__{name}")
             else:  # a typed column (parquet) of some other shape: no value of it is a conversation
                 out[name] = pl.lit(None, dtype=CONVERSATION)
-            bad.append((QuarantineReason.WRONG_TYPE.value, present & out[name].is_null(), f"{col[name]}: not a list of {{role, content}} messages"))
+            bad.append((QuarantineReason.WRONG_TYPE.value, present, name, f"{col[name]}: not a list of {{role, content}} messages"))
         elif plan.dialect == "kaggle":
             decoded[name], decoded[f"{name}_invalid"] = _kaggle_conversation(batch, f"response_{side}")
             out[name] = pl.col(f"__{name}")
-            bad.append((QuarantineReason.WRONG_TYPE.value, pl.col(f"__{name}_invalid"), f"prompt/response_{side}: not a JSON list of turns"))
+            bad.append((QuarantineReason.WRONG_TYPE.value, pl.col(f"__{name}_invalid"), None, f"prompt/response_{side}: not a JSON list of turns"))
 
     if "conv_metadata" in col:
         dtype = schema[col["conv_metadata"]]
         if dtype == pl.String:
             decoded["conv_metadata"] = _decode_json(batch[col["conv_metadata"]], _meta_text_dtype())
             meta_expr, meta_dtype = pl.col("__conv_metadata"), _meta_text_dtype()
-            bad.append((QuarantineReason.WRONG_TYPE.value, pl.col(col["conv_metadata"]).is_not_null() & pl.col("__conv_metadata").is_null(), f"{col['conv_metadata']}: not an LMArena conv_metadata object"))
+            bad.append((QuarantineReason.WRONG_TYPE.value, pl.col(col["conv_metadata"]).is_not_null() & pl.col("__conv_metadata").is_null(), None, f"{col['conv_metadata']}: not an LMArena conv_metadata object"))
         else:
             meta_expr, meta_dtype = pl.col(col["conv_metadata"]), dtype
         for side in ("a", "b"):
@@ -408,43 +410,45 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
         # batch read line by line gives text), and store parts must agree on each column's type.
         extras[target] = json_text(pl.col(name)) if schema[name].is_nested() else pl.col(name)
 
-    checks = [
-        (QuarantineReason.MISSING_MODEL.value, missing_model, "model_a or model_b is missing or empty"),
-        (QuarantineReason.UNKNOWN_WINNER.value, out["outcome"].is_null(), None),
-        *bad,
-        (QuarantineReason.SELF_BATTLE.value, out["model_a"] == out["model_b"], "model_a == model_b"),
+    if label is None:
+        winner_detail = pl.lit("winner_model_a/winner_model_b/winner_tie: exactly one must be 1")
+    else:
+        winner_detail = pl.concat_str(pl.lit("unknown winner label "), pl.format('"{}"', label.fill_null("")), pl.lit(" (map it with --winner-map LABEL=OUTCOME)"))
+    checks: list[tuple[str, pl.Expr, pl.Expr]] = [  # (reason, condition on the computed columns, detail), first match wins
+        (QuarantineReason.MISSING_MODEL.value, pl.col("model_a").is_null() | pl.col("model_b").is_null(), pl.lit("model_a or model_b is missing or empty")),
+        (QuarantineReason.UNKNOWN_WINNER.value, pl.col("outcome").is_null(), winner_detail),
+        *[(reason, pl.col(f"__flag{i}") & (pl.col(field).is_null() if field else True), pl.lit(text)) for i, (reason, _, field, text) in enumerate(bad)],
+        (QuarantineReason.SELF_BATTLE.value, pl.col("model_a") == pl.col("model_b"), pl.lit("model_a == model_b")),
     ]
-    reason = pl.lit(None, dtype=pl.String)
-    detail = pl.lit(None, dtype=pl.String)
-    for name, condition, text in reversed(checks):
-        reason = pl.when(condition.fill_null(False)).then(pl.lit(name)).otherwise(reason)
-        if text is not None:
-            message = pl.lit(text)
-        elif label is None:
-            message = pl.lit("winner_model_a/winner_model_b/winner_tie: exactly one must be 1")
-        else:
-            message = pl.concat_str(pl.lit("unknown winner label "), pl.format('"{}"', label.fill_null("")), pl.lit(" (map it with --winner-map LABEL=OUTCOME)"))
-        detail = pl.when(condition.fill_null(False)).then(message).otherwise(detail)
+    failed = pl.lit(None, dtype=pl.Int8)
+    for number, (_, condition, _) in reversed(list(enumerate(checks))):
+        failed = pl.when(condition.fill_null(False)).then(pl.lit(number, dtype=pl.Int8)).otherwise(failed)
 
     frame = batch.select(
         *[e.alias(k) for k, e in out.items()],
         *[e.alias(k) for k, e in extras.items()],
         (_text(col["battle_id"], schema[col["battle_id"]]) if "battle_id" in col else pl.lit(None, dtype=pl.String)).alias("battle_id"),
         pl.col(ROW).alias("source_row"),
-        reason.alias("__reason"),
-        detail.alias("__detail"),
+        *[flag.fill_null(False).alias(f"__flag{i}") for i, (_, flag, _, _) in enumerate(bad)],
         *([pl.col(RAW)] if RAW in batch.columns else []),
-    ).with_columns(pl.lit(source).alias("source_file"))
+    ).with_columns(failed.alias("__failed"), pl.lit(source).alias("source_file"))
+    helpers = [f"__flag{i}" for i in range(len(bad))]
 
-    rejected = frame.filter(pl.col("__reason").is_not_null())
+    rejected = frame.filter(pl.col("__failed").is_not_null())
     if rejected.height:
+        # reasons and messages only for the rejected rows (the winner label is read back from their source rows)
+        sources = batch.join(rejected.select(pl.col("source_row").alias(ROW)), on=ROW, how="semi", maintain_order="left")
+        detail = pl.lit(None, dtype=pl.String)
+        for number, (_, _, text) in enumerate(checks):
+            detail = pl.when(pl.col("__failed") == number).then(text).otherwise(detail)
+        details = sources.with_columns(rejected["__failed"]).select(detail)
         raw = rejected[RAW] if RAW in rejected.columns else _raw_records(batch, rejected["source_row"])
         rejected = pl.DataFrame(
             {
                 "source_file": rejected["source_file"],
                 "source_row": rejected["source_row"],
-                "reason": rejected["__reason"],
-                "detail": rejected["__detail"],
+                "reason": rejected["__failed"].replace_strict(list(range(len(checks))), [c[0] for c in checks], return_dtype=pl.String),
+                "detail": details.to_series(),
                 "raw": raw,
                 "raw_bytes": pl.Series([None] * rejected.height, dtype=pl.Binary),
             },
@@ -452,7 +456,7 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
         )
     else:
         rejected = pl.DataFrame(schema=QUARANTINE_SCHEMA)
-    accepted = frame.filter(pl.col("__reason").is_null()).drop("__reason", "__detail", RAW, strict=False)
+    accepted = frame.filter(pl.col("__failed").is_null()).drop("__failed", RAW, *helpers, strict=False)
     return accepted, rejected
 
 
@@ -604,19 +608,26 @@ def _detect_fmt(path: Path, options: IngestOptions) -> str:
 
 
 def stream(
-    paths: list[Path], options: IngestOptions, seen: pl.DataFrame
+    paths: list[Path], options: IngestOptions, seen: pl.DataFrame, columns: Sequence[str] | None = None
 ) -> Iterator[tuple[SourceSummary, pl.DataFrame, pl.DataFrame]]:
     """The ingest stream: per batch, (summary so far, new canonical battles, quarantined rows).
 
     ``seen`` is :func:`seen_keys` of the battles already stored; it grows as batches are accepted.
+
+    With ``columns`` (a lean read, see :func:`read_sources`) only those canonical columns are kept, only the
+    source columns they and validation need are read (parquet), and no content hash is computed: ids are
+    checked afterwards by :func:`_LeanIds`, which asks for a full read where hashes could change the outcome.
     """
     labels = check_sources(paths, options)
+    lean_ids = _LeanIds() if columns is not None else None
     for path in paths:
         summary = SourceSummary(str(path))
         plan: Plan | None = None
         occurrences = pl.DataFrame(schema={"content_hash": pl.String, "__seen": pl.Int64})
         batches = 0
-        for raw in read_batches(Path(path), _detect_fmt(Path(path), options), options.batch_rows):
+        fmt = _detect_fmt(Path(path), options)
+        read_columns = _lean_source_columns(Path(path), options, columns) if columns is not None and fmt == "parquet" else None
+        for raw in read_batches(Path(path), fmt, options.batch_rows, read_columns):
             batches += 1
             summary.rows_read += raw.frame.height + raw.rejected.height
             summary.quarantined.update(raw.rejected["reason"].to_list())
@@ -625,20 +636,94 @@ def stream(
             if raw.frame.height:
                 plan = plan_for(raw.frame.columns, options, str(path), previous=plan)
                 batch = _align(raw.frame, plan)
-                accepted, invalid = canonicalize(batch, plan, labels, str(path))
+                accepted, invalid = canonicalize(batch, plan if columns is None else _lean_plan(plan, columns), labels, str(path))
                 summary.quarantined.update(invalid["reason"].to_list())
-                accepted, occurrences = add_hashes(accepted, occurrences)
-                accepted, duplicates, conflicts = split_duplicates(accepted, seen)
-                summary.duplicates += duplicates
-                conflict_rows = _conflict_rows(conflicts, lambda rows, b=batch: _raw_of(b, rows))
-                summary.quarantined.update(conflict_rows["reason"].to_list())
-                rejected = pl.concat([rejected, invalid, conflict_rows])
-                accepted = conform(accepted)
+                rejected = pl.concat([rejected, invalid])
+                if lean_ids is not None:
+                    lean_ids.add(str(path), accepted["battle_id"])
+                    accepted = _lean_columns(accepted, columns)
+                else:
+                    accepted, occurrences = add_hashes(accepted, occurrences)
+                    accepted, duplicates, conflicts = split_duplicates(accepted, seen)
+                    summary.duplicates += duplicates
+                    conflict_rows = _conflict_rows(conflicts, lambda rows, b=batch: _raw_of(b, rows))
+                    summary.quarantined.update(conflict_rows["reason"].to_list())
+                    rejected = pl.concat([rejected, conflict_rows])
+                    accepted = conform(accepted)
+                    seen = pl.concat([seen, seen_keys(accepted)])
                 summary.stored += accepted.height
-                seen = pl.concat([seen, seen_keys(accepted)])
             yield summary, accepted, rejected
         if not batches:  # an empty source still gets its (zero) summary
-            yield summary, conform(pl.DataFrame(schema=BATTLE_SCHEMA)), pl.DataFrame(schema=QUARANTINE_SCHEMA)
+            empty = conform(pl.DataFrame(schema=BATTLE_SCHEMA))
+            yield summary, empty if columns is None else _lean_columns(empty, columns), pl.DataFrame(schema=QUARANTINE_SCHEMA)
+    if lean_ids is not None:
+        lean_ids.check()
+
+
+# -- lean reads: battles for one computation, without ids or hashes ------------------------------------------
+
+#: Fields whose values can reject a row: a lean read reads and checks them even when it keeps none of them.
+VALIDATED = ("model_a", "model_b", "outcome", "timestamp", "turn", "anony", "conversation_a", "conversation_b", "conv_metadata", *META_COLUMNS)
+#: Columns that only a full read computes (a lean read is refused when any is asked for).
+IDENTITY = ("battle_id", "content_hash", "source_file", "source_row")
+
+
+def _lean_columns(frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
+    """The wanted columns, as a full read has them: canonical ones always (null where the source has none)
+    and with their canonical types, extras where the batch has them."""
+    wanted = [c for c in columns if c in frame.columns or c in BATTLE_SCHEMA]
+    return frame.select(
+        (pl.col(c) if c in frame.columns else pl.lit(None)).cast(BATTLE_SCHEMA[c]).alias(c) if c in BATTLE_SCHEMA else pl.col(c) for c in wanted
+    )
+
+
+def _lean_plan(plan: Plan, columns: Sequence[str]) -> Plan:
+    """The plan restricted to the validated fields, the ids and the wanted columns (arena dialect)."""
+    if plan.dialect == "kaggle":
+        return plan
+    keep = {*VALIDATED, "battle_id", *columns}
+    fields = {name: source for name, source in plan.columns.items() if name in keep}
+    extras = tuple(e for e in plan.extras if e in keep or f"extra_{e}" in keep)
+    return Plan(plan.dialect, fields, extras)
+
+
+def _lean_source_columns(path: Path, options: IngestOptions, columns: Sequence[str]) -> list[str] | None:
+    """The parquet columns a lean read needs (None: all of them, for the Kaggle dialect)."""
+    from arena_cli.io.readers import parquet_columns
+
+    plan = _lean_plan(plan_for(parquet_columns(path), options, str(path)), columns)
+    if plan.dialect == "kaggle":
+        return None
+    return list(dict.fromkeys([*plan.columns.values(), *plan.extras]))
+
+
+class _LeanIds:
+    """The ids a lean read saw. Without hashes it cannot tell a duplicate from a conflict, nor name id-less
+    votes, so it asks for a full read (:class:`_FullReadNeeded`) whenever either could matter: an id seen
+    twice, id-less votes in more than one source (the same vote in two logs is one battle), or id-less votes
+    next to ids that look like content-hash ids."""
+
+    def __init__(self) -> None:
+        self.ids: list[pl.Series] = []
+        self.idless_sources: set[str] = set()
+
+    def add(self, source: str, ids: pl.Series) -> None:
+        if ids.null_count():
+            self.idless_sources.add(source)
+            if len(self.idless_sources) > 1:
+                raise _FullReadNeeded
+        self.ids.append(ids.drop_nulls())
+
+    def check(self) -> None:
+        ids = pl.concat(self.ids) if self.ids else pl.Series(dtype=pl.String)
+        if ids.is_duplicated().any():
+            raise _FullReadNeeded
+        if self.idless_sources and ids.str.starts_with("sha-").any():
+            raise _FullReadNeeded
+
+
+class _FullReadNeeded(Exception):
+    """A lean read met ids that only content hashes can settle."""
 
 
 def check_sources(paths: list[Path], options: IngestOptions) -> dict[str, str]:
@@ -668,15 +753,34 @@ def _raw_of(batch: pl.DataFrame, rows: pl.Series) -> pl.Series:
     return _raw_records(batch, rows)
 
 
-def read_sources(paths: list[Path], options: IngestOptions | None = None) -> IngestResult:
-    """Read vote logs in memory (no store): for one-shot use such as ``arena fit votes.jsonl``."""
+def read_sources(paths: list[Path], options: IngestOptions | None = None, columns: Sequence[str] | None = None) -> IngestResult:
+    """Read vote logs in memory (no store): for one-shot use such as ``arena fit votes.jsonl``.
+
+    ``columns``: the canonical columns the caller needs. Unless they include an id or provenance column, the
+    read is *lean*: the same battles as a full read (every row validated, duplicates dropped), but hashes
+    are computed only when ids make them necessary, which is rare and then costs a second, full read. The
+    quarantined rows of a lean read of parquet show only the columns that were read.
+    """
     options = options or IngestOptions()
+    if columns is not None and not set(columns) & set(IDENTITY):
+        try:
+            return _collect(stream(paths, options, seen_keys(_NO_BATTLES), columns), columns)
+        except _FullReadNeeded:
+            pass
+    result = _collect(stream(paths, options, seen_keys(_NO_BATTLES)), None)
+    if columns is not None:
+        result.battles = result.battles.select([c for c in columns if c in result.battles.columns])
+    return result
+
+
+def _collect(batches: Iterator[tuple[SourceSummary, pl.DataFrame, pl.DataFrame]], columns: Sequence[str] | None) -> IngestResult:
     battles: list[pl.DataFrame] = []
     quarantine: list[pl.DataFrame] = []
     summaries: dict[str, SourceSummary] = {}
-    for summary, accepted, rejected in stream(paths, options, seen_keys(_NO_BATTLES)):
+    lean = columns is not None
+    for summary, accepted, rejected in batches:
         summaries[summary.source] = summary
-        if accepted.height:
+        if accepted.height or lean:
             battles.append(accepted)
         if rejected.height:
             quarantine.append(rejected)

@@ -370,11 +370,21 @@ def read_csv(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBa
             yield flush()
 
 
-def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBatch]:
+def parquet_columns(path: Path) -> list[str]:
+    try:
+        return list(pl.read_parquet_schema(path))
+    except Exception as error:
+        raise InputError(f"{path}: unreadable parquet file ({error})") from None
+
+
+def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list[str] | None = None) -> Iterator[RawBatch]:
     """Parquet keeps its types; rows are numbered by record (1-based). ``__raw`` is filled in only for the
-    rows that end up quarantined (see the ingest), since typed rows need no text copy."""
+    rows that end up quarantined (see the ingest), since typed rows need no text copy. ``columns``: read
+    only these."""
     try:
         lazy = pl.scan_parquet(path)
+        if columns is not None:
+            lazy = lazy.select(columns)
         total = lazy.select(pl.len()).collect().item()
     except Exception as error:
         raise InputError(f"{path}: unreadable parquet file ({error})") from None
@@ -387,7 +397,10 @@ def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[R
 READERS = {"jsonl": read_jsonl, "json": read_json_array, "csv": read_csv, "parquet": read_parquet}
 
 
-def read_batches(path: Path, container: str, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBatch]:
+def read_batches(path: Path, container: str, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list[str] | None = None) -> Iterator[RawBatch]:
+    """Batches of a file. ``columns`` (parquet only; text containers parse whole rows anyway): read only these."""
     if not Path(path).exists():
         raise InputError(f"no such file: {path}")
+    if container == "parquet":
+        return read_parquet(Path(path), batch_rows, columns)
     return READERS[container](Path(path), batch_rows)

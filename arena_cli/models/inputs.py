@@ -56,18 +56,21 @@ def load_fit_battles(
     if features:
         columns += feature_columns
         if sources:
-            # features are computed from the files' texts or LMArena metadata, matched to battles by their keys
-            columns += ["battle_id", "content_hash", "conversation_a", "conversation_b", *META_COLUMNS]
+            # features are computed from the files' texts or LMArena metadata (ids are not needed: see below)
+            columns += ["conversation_a", "conversation_b", *META_COLUMNS]
         elif not _stored(store, feature_columns):
             columns += ["battle_id", "content_hash"]  # cached or computed from the store's own texts
     battles = load_battles(sources, store, columns=columns, where=where, models=models, exclude_models=exclude_models)
     if features and not _complete(battles, feature_columns):
+        from arena_cli.features import attach_features
+
+        if sources:  # battles read from files are matched to their computed features by position
+            keyed = battles.with_columns(pl.int_range(pl.len()).cast(pl.String).alias("battle_id"))
+            return attach_features(keyed, recipe=recipe, encoding=encoding).drop("battle_id")
         if "battle_id" not in battles.columns:  # stored counts with gaps: fill them like any other battles
             columns += ["battle_id", "content_hash"]
             battles = load_battles(sources, store, columns=columns, where=where, models=models, exclude_models=exclude_models)
-        from arena_cli.features import attach_features
-
-        battles = attach_features(battles, store=None if sources else store, recipe=recipe, encoding=encoding)
+        battles = attach_features(battles, store=store, recipe=recipe, encoding=encoding)
     return battles
 
 
