@@ -113,10 +113,13 @@ class Resampler:
 
     @property
     def n_battles(self) -> int:
-        return int(self.cells.of_battle.size)
+        return int(round(self.cells.size.sum()))
 
     def prepare_spread(self) -> None:
-        """Index battles by cell (done once, before workers fork, so they share it)."""
+        """Index battles by cell (done once, before workers fork, so they share it). Needs one row per battle,
+        as designs that are not aggregated have."""
+        if self.n_battles != self.cells.of_battle.size:
+            raise ValueError("battle-level resamples need one row per battle")
         if self._order is None:
             self._order = np.argsort(self.cells.of_battle, kind="stable")
             self._starts = np.concatenate([[0], np.cumsum(self.cells.size[:-1])]).astype(np.int64)

@@ -25,11 +25,23 @@ ROUND_ROBIN = [("a", "b", "model_a"), ("b", "c", "model_a"), ("c", "a", "model_a
 def test_outcome_codes_and_tie_rules():
     half = D.prepare(frame(ROUND_ROBIN), FitOptions(min_battles=1))
     assert half.models == ("a", "b", "c")
-    assert half.outcome.tolist() == [2, 2, 2, 1, 1]
+    per_battle = sorted(zip(half.a.tolist(), half.b.tolist(), half.outcome.tolist()))
+    assert per_battle == [(0, 1, 2), (0, 2, 1), (1, 0, 1), (1, 2, 2), (2, 0, 2)]  # plain fits keep one row per pair and outcome
+    assert half.count.tolist() == [1.0] * 5 and half.n_battles == 5
     drop_bb = D.prepare(frame(ROUND_ROBIN), FitOptions(min_battles=1, both_bad=BothBad.drop))
     assert drop_bb.n_battles == 4
     drop_ties = D.prepare(frame(ROUND_ROBIN + [("b", "a", "model_a")]), FitOptions(min_battles=1, ties=Ties.drop))
-    assert sorted(drop_ties.outcome.tolist()) == [2, 2, 2, 2]  # both_bad goes with the ties
+    assert np.repeat(drop_ties.outcome, drop_ties.count.astype(int)).tolist() == [2, 2, 2, 2]  # both_bad goes with the ties
+
+
+def test_plain_fits_count_identical_battles_once_per_pair_and_outcome():
+    rows = [("a", "b", "model_a")] * 3 + [("b", "a", "model_a")] * 2 + [("a", "b", "tie"), ("a", "b", "model_a")]
+    prepared = D.prepare(frame(rows), FitOptions(min_battles=1))
+    assert list(zip(prepared.a.tolist(), prepared.b.tolist(), prepared.outcome.tolist(), prepared.count.tolist())) == [
+        (0, 1, 1, 1.0), (0, 1, 2, 4.0), (1, 0, 2, 2.0)]
+    assert D.record_counts(prepared)["wins"].tolist() == [4, 2]
+    styled = D.prepare(frame(rows, score=list(range(7))), FitOptions(min_battles=1, style="score"))
+    assert styled.n_rows == styled.n_battles == 7
 
 
 def test_bad_outcomes_and_missing_columns_are_input_errors():
@@ -130,10 +142,10 @@ def test_battles_without_features_are_left_out_and_constant_features_dropped():
 def test_reweighting_is_inverse_pair_frequency_with_mean_one():
     rows = [("a", "b", "model_a")] * 120 + [("b", "a", "model_b")] * 30 + [("a", "c", "tie")] * 10 + [("c", "b", "model_a"), ("b", "c", "model_a")]
     prepared = D.prepare(frame(rows), FitOptions(min_battles=1))
-    w = D.pair_weights(prepared.a, prepared.b, prepared.n_models)
+    w = np.repeat(D.pair_weights(prepared), prepared.count.astype(int))
     assert w.mean() == pytest.approx(1.0)
     raw = np.array([1 / 150] * 150 + [1 / 50] * 10 + [1 / 50] * 2)
-    np.testing.assert_allclose(w, raw / raw.mean())
+    np.testing.assert_allclose(np.sort(w), np.sort(raw / raw.mean()))
 
 
 def test_cells_and_aggregated_design_keep_every_battle():

@@ -28,7 +28,7 @@ def battles():
 
 def fitted_problem(frame, style="none", ridge=0.0, cluster=None, reweight=False):
     prepared = D.prepare(frame, FitOptions(style=style, min_battles=1, cluster=cluster))
-    design = D.design(prepared, D.cells(prepared), D.pair_weights(prepared.a, prepared.b, prepared.n_models) if reweight else None)
+    design = D.design(prepared, D.cells(prepared), D.pair_weights(prepared) if reweight else None)
     problem = Problem(design, davidson=False, ridge=ridge)
     return problem, newton(problem, design.row_count).theta, prepared
 
@@ -38,12 +38,13 @@ def statsmodels_reference(problem, prepared, cov_type, **kwds):
     import statsmodels.api as sm
 
     M, k = prepared.n_models, problem.k
+    battle = np.repeat(np.arange(prepared.n_rows), prepared.count.astype(int))  # one row per battle
     Z = np.zeros((prepared.n_battles, M - 1 + k))
-    for model, sign in ((prepared.a, 1.0), (prepared.b, -1.0)):
+    for model, sign in ((prepared.a[battle], 1.0), (prepared.b[battle], -1.0)):
         hit = model > 0
         Z[np.flatnonzero(hit), model[hit] - 1] += sign
-    Z[:, M - 1 :] = prepared.features.T
-    result = sm.GLM(prepared.outcome * 0.5, Z, family=sm.families.Binomial()).fit(tol=1e-14, cov_type=cov_type, cov_kwds=kwds or None)
+    Z[:, M - 1 :] = prepared.features[:, battle].T
+    result = sm.GLM(prepared.outcome[battle] * 0.5, Z, family=sm.families.Binomial()).fit(tol=1e-14, cov_type=cov_type, cov_kwds=kwds or None)
     embed = np.zeros((M + k, M - 1 + k))
     embed[1:M, : M - 1] = np.eye(M - 1)
     embed[M:, M - 1 :] = np.eye(k)
@@ -93,7 +94,7 @@ def test_weighted_ridge_sandwich_equals_brute_force(battles):
 
 
 def test_resamples_are_battle_multinomials_shared_by_every_design(battles):
-    prepared = D.prepare(battles, FitOptions(min_battles=1))
+    prepared = D.prepare(battles, FitOptions(min_battles=1, style="length"))  # one row per battle
     cells = D.cells(prepared)
     resampler = Resampler(7, cells)
     sample = resampler.draw(3)

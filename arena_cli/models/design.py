@@ -34,7 +34,9 @@ class Exclusion:
 class Prepared:
     """Battles ready to fit: every model has a finite MLE, every row has its features.
 
-    Arrays are per battle. ``features`` is (k, n), already transformed (and standardised unless
+    Arrays are per row: a battle, or (plain fits without clusters) all battles of one ordered pair and
+    outcome, ``count`` of them — which is all a plain fit needs, and makes its preparation independent of the
+    number of votes. ``features`` is (k, rows), already transformed (and standardised unless
     ``--no-normalize``); ``cluster`` holds integer cluster codes (or None).
     """
 
@@ -42,6 +44,7 @@ class Prepared:
     a: np.ndarray
     b: np.ndarray
     outcome: np.ndarray
+    count: np.ndarray
     features: np.ndarray
     feature_names: tuple[str, ...]
     cluster: np.ndarray | None
@@ -50,6 +53,10 @@ class Prepared:
 
     @property
     def n_battles(self) -> int:
+        return int(self.count.sum())
+
+    @property
+    def n_rows(self) -> int:
         return int(self.a.size)
 
     @property
@@ -212,33 +219,52 @@ def _encode(frame: pl.DataFrame, options: FitOptions, terms: tuple[str, ...]):
         )
     a = encoded["_a"].to_numpy().astype(np.int64)
     b = encoded["_b"].to_numpy().astype(np.int64)
+    if not terms and not options.cluster:
+        a, b, outcome, count = _aggregate(a, b, outcome, len(names))
+        return names, a, b, outcome, count, np.zeros((0, a.size)), None
     X = _style_values([encoded[f"_style{i}"].to_numpy() for i in range(len(style))], terms, counted, frame.height)
     cluster = _alone_clusters(encoded["_cluster"].to_numpy()) if options.cluster else None
-    return names, a, b, outcome, X, cluster
+    return names, a, b, outcome, np.ones(a.size), X, cluster
+
+
+def _aggregate(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int) -> tuple[np.ndarray, ...]:
+    """Battles of the same ordered pair and outcome as one row with their count (sorted by pair, outcome)."""
+    codes = 1 + A_WINS - DROP
+    keys = (a * n_models + b) * codes + (outcome - DROP)
+    size = n_models * n_models * codes
+    if size <= 1 << 26:
+        counts = np.bincount(keys, minlength=size)
+        unique = np.flatnonzero(counts)
+        count = counts[unique]
+    else:
+        unique, count = np.unique(keys, return_counts=True)
+    pair = unique // codes
+    return pair // n_models, pair % n_models, (unique % codes + DROP).astype(np.int8), count.astype(np.float64)
 
 
 def prepare(frame: pl.DataFrame, options: FitOptions) -> Prepared:
     """Validate, encode and filter battles; exclude models without a finite MLE (with the reason)."""
     options = options.resolved()
     terms = parse_style(options.style)
-    names, a, b, outcome, X, cluster = _encode(frame, options, terms)
+    names, a, b, outcome, count, X, cluster = _encode(frame, options, terms)
     warnings: list[str] = []
 
     counted = outcome != DROP
     self_battle = a == b
     if self_battle.any():
-        warnings.append(f"{int(self_battle.sum())} self-battle(s) (model_a == model_b) left out")
+        warnings.append(f"{int(count[self_battle].sum())} self-battle(s) (model_a == model_b) left out")
     missing = counted & ~self_battle & ~np.isfinite(X).all(axis=0)
     if missing.any():
-        warnings.append(f"{int(missing.sum())} battle(s) without style features ({', '.join(terms)}) left out")
+        warnings.append(f"{int(count[missing].sum())} battle(s) without style features ({', '.join(terms)}) left out")
     keep = counted & ~self_battle & ~missing
     if not keep.any():
         raise NoDataError("no battles left to fit (after dropping ties / both_bad / self-battles / missing features)")
 
-    keep_rows, excluded = _exclude_models(names, a, b, outcome, keep, options.min_battles)
+    keep_rows, excluded = _exclude_models(names, a, b, outcome, count, keep, options.min_battles)
     for e in excluded:
         warnings.append(f"{e.model} ({e.battles} battle(s)) excluded: {e.reason}")
-    a, b, outcome, X = a[keep_rows], b[keep_rows], outcome[keep_rows], X[:, keep_rows]
+    if not keep_rows.all():
+        a, b, outcome, count, X = a[keep_rows], b[keep_rows], outcome[keep_rows], count[keep_rows], X[:, keep_rows]
     kept = np.zeros(len(names), dtype=bool)
     kept[a] = kept[b] = True
     if not kept.all():
@@ -257,7 +283,7 @@ def prepare(frame: pl.DataFrame, options: FitOptions) -> Prepared:
     if cluster is not None:
         cluster = np.unique(cluster[keep_rows], return_inverse=True)[1]
     return Prepared(
-        models=tuple(names), a=a, b=b, outcome=outcome.astype(np.int8), features=X, feature_names=tuple(feature_names),
+        models=tuple(names), a=a, b=b, outcome=outcome.astype(np.int8), count=count, features=X, feature_names=tuple(feature_names),
         cluster=cluster, excluded=tuple(excluded), warnings=tuple(warnings),
     )
 
@@ -288,11 +314,13 @@ def _finish_features(X: np.ndarray, names: list[str], normalize: bool, warnings:
     return np.ascontiguousarray(X[informative]), [n for n, ok in zip(names, informative) if ok]
 
 
-def pair_weights(a: np.ndarray, b: np.ndarray, n_models: int) -> np.ndarray:
-    """Inverse pair-frequency weights 1 / max(n_pair, 50), normalised to mean 1 (unordered pairs)."""
+def pair_weights(prepared: Prepared) -> np.ndarray:
+    """Per row: inverse pair-frequency weights 1 / max(n_pair, 50) (unordered pairs), normalised to mean 1
+    over battles."""
+    a, b, count, n_models = prepared.a, prepared.b, prepared.count, prepared.n_models
     _, pair = _codes(np.minimum(a, b) * n_models + np.maximum(a, b), n_models * n_models)
-    weight = 1.0 / np.maximum(np.bincount(pair)[pair], REWEIGHT_FLOOR)
-    return weight / weight.mean()
+    weight = 1.0 / np.maximum(np.bincount(pair, count)[pair], REWEIGHT_FLOOR)
+    return weight / (float(weight @ count) / float(count.sum()))
 
 
 # ---------------------------------------------------------------------------------- existence of the MLE
@@ -359,7 +387,7 @@ def mle_components(edges: np.ndarray, n_models: int, involved: np.ndarray) -> tu
 
 
 def _exclude_models(
-    models: list[str], a: np.ndarray, b: np.ndarray, outcome: np.ndarray, keep: np.ndarray, min_battles: int
+    models: list[str], a: np.ndarray, b: np.ndarray, outcome: np.ndarray, count: np.ndarray, keep: np.ndarray, min_battles: int
 ) -> tuple[np.ndarray, list[Exclusion]]:
     """Drop models below ``min_battles`` and models without a finite MLE from the ``keep`` battles, repeating
     until neither remains; returns the battles kept."""
@@ -367,7 +395,7 @@ def _exclude_models(
     keep = keep.copy()
     excluded: list[Exclusion] = []
     while True:
-        battles = np.bincount(a[keep], minlength=n) + np.bincount(b[keep], minlength=n)
+        battles = (np.bincount(a[keep], count[keep], minlength=n) + np.bincount(b[keep], count[keep], minlength=n)).astype(np.int64)
         involved = battles > 0
         few = involved & (battles < min_battles)
         if few.any():
@@ -379,8 +407,9 @@ def _exclude_models(
             return keep, excluded
         main, above, below = mle_components(edges, n, involved)
         out = involved & ~main
-        wins = np.bincount(a[keep], weights=outcome[keep] >= TIE, minlength=n) + np.bincount(b[keep], weights=outcome[keep] <= TIE, minlength=n)
-        losses = battles - np.bincount(a[keep], weights=outcome[keep] == A_WINS, minlength=n) - np.bincount(b[keep], weights=outcome[keep] == B_WINS, minlength=n)
+        kept_count, kept_outcome = count[keep], outcome[keep]
+        wins = np.bincount(a[keep], kept_count * (kept_outcome >= TIE), minlength=n) + np.bincount(b[keep], kept_count * (kept_outcome <= TIE), minlength=n)
+        losses = battles - np.bincount(a[keep], kept_count * (kept_outcome == A_WINS), minlength=n) - np.bincount(b[keep], kept_count * (kept_outcome == B_WINS), minlength=n)
         for i in np.flatnonzero(out):
             if losses[i] == 0:
                 reason = "it never lost or tied, so its score has no finite maximum-likelihood value"
@@ -419,7 +448,7 @@ def cells(prepared: Prepared) -> Cells:
     cell_keys, of_battle = _codes(pair_of_battle * 3 + outcome, pair_keys.size * 3)
     return Cells(
         of_battle=of_battle,
-        size=np.bincount(of_battle, minlength=cell_keys.size).astype(np.float64),
+        size=np.bincount(of_battle, prepared.count, minlength=cell_keys.size),
         pair=cell_keys // 3,
         outcome=(cell_keys % 3).astype(np.int8),
         pair_a=pair_keys // M,
@@ -432,14 +461,14 @@ def design(prepared: Prepared, cell_index: Cells, weight: np.ndarray | None = No
 
     ``weight``: per-battle analysis weights (:func:`pair_weights` to reweight; default 1).
     """
-    weight = np.ones(prepared.n_battles) if weight is None else weight
+    weight = np.ones(prepared.n_rows) if weight is None else weight
     if prepared.features.shape[0]:
         # style features are signed by side, so battle rows keep their ordered pair
         M = prepared.n_models
         pair_keys, row_pair = _codes(prepared.a * M + prepared.b, M * M)
         return Design(
             n_models=M, pair_a=pair_keys // M, pair_b=pair_keys % M, row_pair=row_pair, row_outcome=prepared.outcome,
-            row_count=np.ones(prepared.n_battles), row_weight=weight, X=prepared.features,
+            row_count=prepared.count, row_weight=weight, X=prepared.features,
             row_cell=cell_index.of_battle, row_cluster=prepared.cluster, aggregated=False,
         )
     # Reweighting weights are constant within a pair, so aggregated rows keep them exactly.
@@ -452,7 +481,7 @@ def design(prepared: Prepared, cell_index: Cells, weight: np.ndarray | None = No
         G = int(prepared.cluster.max()) + 1
         keys, inverse = _codes(prepared.cluster * cell_index.n_cells + cell_index.of_battle, G * cell_index.n_cells)
         row_cell, row_cluster = keys % cell_index.n_cells, keys // cell_index.n_cells
-        row_count = np.bincount(inverse, minlength=keys.size).astype(np.float64)
+        row_count = np.bincount(inverse, prepared.count, minlength=keys.size)
     return Design(
         n_models=prepared.n_models, pair_a=cell_index.pair_a, pair_b=cell_index.pair_b,
         row_pair=cell_index.pair[row_cell], row_outcome=cell_index.outcome[row_cell], row_count=row_count,
@@ -464,8 +493,12 @@ def design(prepared: Prepared, cell_index: Cells, weight: np.ndarray | None = No
 def record_counts(prepared: Prepared) -> dict[str, np.ndarray]:
     """Battles, wins, ties and losses per model in the fitted battles."""
     M = prepared.n_models
-    a, b, o = prepared.a, prepared.b, prepared.outcome
-    battles = np.bincount(a, minlength=M) + np.bincount(b, minlength=M)
-    wins = np.bincount(a[o == A_WINS], minlength=M) + np.bincount(b[o == B_WINS], minlength=M)
-    ties = np.bincount(a[o == TIE], minlength=M) + np.bincount(b[o == TIE], minlength=M)
+    a, b, o, count = prepared.a, prepared.b, prepared.outcome, prepared.count
+
+    def per_model(on_a: np.ndarray, on_b: np.ndarray) -> np.ndarray:
+        return (np.bincount(a, count * on_a, minlength=M) + np.bincount(b, count * on_b, minlength=M)).round().astype(np.int64)
+
+    battles = per_model(1.0, 1.0)
+    wins = per_model(o == A_WINS, o == B_WINS)
+    ties = per_model(o == TIE, o == TIE)
     return {"battles": battles, "wins": wins, "ties": ties, "losses": battles - wins - ties}

@@ -67,7 +67,7 @@ def _fit_variants(battles: pl.DataFrame, variants: Mapping[str, str], options: F
         wanted = [t for t in parse_style(spec) if t in prepared.feature_names]
         rows = [prepared.feature_names.index(t) for t in wanted]
         variant_battles = prepared.with_features(prepared.features[rows], tuple(wanted))
-        weight = designs.pair_weights(prepared.a, prepared.b, prepared.n_models) if variant.reweight else None
+        weight = designs.pair_weights(prepared) if variant.reweight else None
         design = designs.design(variant_battles, cell_index, weight)
         problem = Problem(design, davidson=variant.ties is Ties.davidson, ridge=variant.ridge if wanted else 0.0)
         solution = _solve(problem, variant_battles, cell_index, weight, variant.solver)
@@ -104,7 +104,7 @@ def _solve(problem: Problem, prepared: designs.Prepared, cell_index: designs.Cel
         return statsmodels_fit(problem, count)
     if not problem.k:
         return newton(problem, count)
-    plain = designs.design(prepared.with_features(np.zeros((0, prepared.n_battles)), ()), cell_index, weight)
+    plain = designs.design(prepared.with_features(np.zeros((0, prepared.n_rows)), ()), cell_index, weight)
     start = newton(Problem(plain, davidson=problem.davidson, ridge=0.0), plain.row_count, tol=1e-3).theta
     theta0 = np.concatenate([start[: problem.M], np.zeros(problem.k), start[problem.M :]])
     return newton(problem, count, theta0=theta0)
