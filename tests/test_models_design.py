@@ -39,7 +39,7 @@ def test_plain_fits_count_identical_battles_once_per_pair_and_outcome():
     prepared = D.prepare(frame(rows), FitOptions(min_battles=1))
     assert list(zip(prepared.a.tolist(), prepared.b.tolist(), prepared.outcome.tolist(), prepared.count.tolist())) == [
         (0, 1, 1, 1.0), (0, 1, 2, 4.0), (1, 0, 2, 2.0)]
-    assert D.record_counts(prepared)["wins"].tolist() == [4, 2]
+    assert D.record_counts(D.cells(prepared), prepared.n_models)["wins"].tolist() == [4, 2]
     styled = D.prepare(frame(rows, score=list(range(7))), FitOptions(min_battles=1, style="score"))
     assert styled.n_rows == styled.n_battles == 7
 
@@ -161,7 +161,7 @@ def test_cells_and_aggregated_design_keep_every_battle():
     np.testing.assert_array_equal(cells.outcome[cells.of_battle], from_lower)
     plain = D.design(prepared, cells)
     assert plain.aggregated and plain.n_rows == cells.n_cells <= 3 * 5 * 4 // 2
-    counts = D.record_counts(prepared)
+    counts = D.record_counts(D.cells(prepared), prepared.n_models)
     assert (counts["wins"] + counts["ties"] + counts["losses"] == counts["battles"]).all()
     assert counts["battles"].sum() == 2 * prepared.n_battles
 

@@ -121,12 +121,16 @@ class Design:
 # --------------------------------------------------------------------------------------------- preparation
 
 
-def _style_exprs(frame: pl.DataFrame, terms: tuple[str, ...]) -> tuple[list[pl.Expr], list[bool]]:
-    """Per term: the per-side sums of a count feature (two columns) or a numeric battle column (one), and
-    whether the term is a count (transformed) or a covariate (used as it is)."""
+def _style_exprs(frame: pl.DataFrame, terms: tuple[str, ...]) -> tuple[list[pl.Expr], list[pl.Expr]]:
+    """Per term: its value per battle before standardisation (null where a battle lacks a feature), and a
+    check that is true when the term's counts are unusable (negative).
+
+    Counts use LMArena's transform d = (a - b) / (a + b + 1) on the per-side sums of a feature group; a
+    numeric battle-level column (a user's covariate, e.g. a sentiment difference) is used as it is.
+    """
     from arena_cli.features.registry import STYLE_GROUPS, side_columns
 
-    exprs, counted = [], []
+    values, negative = [], []
     for term in terms:
         pairs = [side_columns(m) for m in STYLE_GROUPS.get(term, (term,))]
         columns = [c for pair in pairs for c in pair]
@@ -134,45 +138,21 @@ def _style_exprs(frame: pl.DataFrame, terms: tuple[str, ...]) -> tuple[list[pl.E
             for column in columns:
                 if not frame.schema[column].is_numeric():
                     raise InputError(f"style feature {term!r}: column {column!r} is {frame.schema[column]}, not numeric")
-            for side in (0, 1):
-                exprs.append(pl.sum_horizontal([pl.col(p[side]) for p in pairs], ignore_nulls=False).cast(pl.Float64))
-            counted.append(True)
+            side_a, side_b = (pl.sum_horizontal([pl.col(p[side]) for p in pairs], ignore_nulls=False).cast(pl.Float64) for side in (0, 1))
+            values.append((side_a - side_b) / (side_a + side_b + 1.0))
+            negative.append(((side_a < 0) | (side_b < 0)).any())
         elif term in frame.columns and term not in STYLE_GROUPS:
             if not frame.schema[term].is_numeric():
                 raise InputError(f"style covariate {term!r} is {frame.schema[term]}, not numeric")
-            exprs.append(pl.col(term).cast(pl.Float64))
-            counted.append(False)
+            values.append(pl.col(term).cast(pl.Float64))
+            negative.append(pl.lit(False))
         else:
             raise InputError(
                 f"style feature {term!r}: the battles have no {', '.join(columns)} columns"
                 + ("" if term in STYLE_GROUPS else f" and no numeric column {term!r}")
                 + " (feature groups: length, header, list, bold; or any <name>_a/<name>_b count pair or numeric column)"
             )
-    return exprs, counted
-
-
-def _style_values(columns: list[np.ndarray], terms: tuple[str, ...], counted: list[bool], n: int) -> np.ndarray:
-    """(k, n) style terms before standardisation, NaN where a battle lacks a feature.
-
-    Counts use LMArena's transform d = (a - b) / (a + b + 1) on the per-side sums; a numeric battle-level
-    column (a user's covariate, e.g. a sentiment difference) is used as it is.
-    """
-    X = np.empty((len(terms), n))
-    position = 0
-    for row, (term, is_count) in enumerate(zip(terms, counted)):
-        if not is_count:
-            X[row] = columns[position]
-            position += 1
-            continue
-        side_a, side_b = columns[position], columns[position + 1]
-        position += 2
-        if (side_a < 0).any() or (side_b < 0).any():
-            raise InputError(
-                f"style feature {term!r}: negative per-side values; the (a - b)/(a + b + 1) transform needs counts. "
-                f"Give a signed covariate as one battle-level column instead (e.g. {term}_diff)."
-            )
-        np.divide(side_a - side_b, side_a + side_b + 1.0, out=X[row])
-    return X
+    return values, negative
 
 
 #: Outcome labels -> codes; DROP marks votes left out by --ties drop / --both-bad drop.
@@ -194,21 +174,27 @@ def _encode(frame: pl.DataFrame, options: FitOptions, terms: tuple[str, ...]):
             raise InputError(f"battles have no {column!r} column (columns: {', '.join(frame.columns)})")
     if options.cluster and options.cluster not in frame.columns:
         raise InputError(f"--cluster {options.cluster!r}: no such column (columns: {', '.join(frame.columns)})")
+    style, negative = _style_exprs(frame, terms)
     seen = frame.select(
         pl.col("model_a").cast(pl.String).unique().implode(),
         pl.col("model_b").cast(pl.String).unique().implode(),
         pl.any_horizontal(pl.col("model_a", "model_b", "outcome").is_null().any()).alias("null"),
+        *(check.alias(f"_negative{i}") for i, check in enumerate(negative)),
     ).row(0)
     if seen[2]:
         raise InputError("some battles have no model_a, model_b or outcome")
+    for term, is_negative in zip(terms, seen[3:]):
+        if is_negative:
+            raise InputError(
+                f"style feature {term!r}: negative per-side values; the (a - b)/(a + b + 1) transform needs counts. "
+                f"Give a signed covariate as one battle-level column instead (e.g. {term}_diff)."
+            )
     names = sorted(set(seen[0]) | set(seen[1]))
     enum = pl.Enum(names)
-    style, counted = _style_exprs(frame, terms)
     encoded = frame.select(
-        pl.col("model_a").cast(pl.String).cast(enum).to_physical().alias("_a"),
-        pl.col("model_b").cast(pl.String).cast(enum).to_physical().alias("_b"),
+        pl.col("model_a").cast(pl.String).cast(enum).to_physical().cast(pl.Int64).alias("_a"),
+        pl.col("model_b").cast(pl.String).cast(enum).to_physical().cast(pl.Int64).alias("_b"),
         _outcome_expr(options).alias("_outcome"),
-        *(e.alias(f"_style{i}") for i, e in enumerate(style)),
         *([pl.col(options.cluster).rank("dense").fill_null(0).cast(pl.Int64).alias("_cluster")] if options.cluster else []),
     )
     outcome = encoded["_outcome"].to_numpy()
@@ -217,29 +203,31 @@ def _encode(frame: pl.DataFrame, options: FitOptions, terms: tuple[str, ...]):
         raise InputError(
             f"{int((outcome == UNKNOWN).sum())} battle(s) have an unknown outcome {labels[:5]}; expected model_a, model_b, tie, both_bad"
         )
-    a = encoded["_a"].to_numpy().astype(np.int64)
-    b = encoded["_b"].to_numpy().astype(np.int64)
+    a, b = encoded["_a"].to_numpy(), encoded["_b"].to_numpy()
     if not terms and not options.cluster:
         a, b, outcome, count = _aggregate(a, b, outcome, len(names))
         return names, a, b, outcome, count, np.zeros((0, a.size)), None
-    X = _style_values([encoded[f"_style{i}"].to_numpy() for i in range(len(style))], terms, counted, frame.height)
+    # (battles, k) in column-major order is the (k, battles) row-major array the solvers use, in one copy
+    X = np.require(frame.select(e.alias(f"_style{i}") for i, e in enumerate(style)).to_numpy().T, requirements=["C", "W"]) if style else np.zeros((0, frame.height))
     cluster = _alone_clusters(encoded["_cluster"].to_numpy()) if options.cluster else None
     return names, a, b, outcome, np.ones(a.size), X, cluster
 
 
-def _aggregate(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int) -> tuple[np.ndarray, ...]:
-    """Battles of the same ordered pair and outcome as one row with their count (sorted by pair, outcome)."""
+def _aggregate(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int, count: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """Rows of the same ordered pair and outcome as one row with their total ``count`` (default: one per
+    row), sorted by pair and outcome."""
     codes = 1 + A_WINS - DROP
     keys = (a * n_models + b) * codes + (outcome - DROP)
     size = n_models * n_models * codes
     if size <= 1 << 26:
-        counts = np.bincount(keys, minlength=size)
-        unique = np.flatnonzero(counts)
-        count = counts[unique]
+        totals = np.bincount(keys, count, minlength=size)
+        unique = np.flatnonzero(totals)
+        total = totals[unique]
     else:
-        unique, count = np.unique(keys, return_counts=True)
+        unique, inverse = np.unique(keys, return_inverse=True)
+        total = np.bincount(inverse, count, minlength=unique.size)
     pair = unique // codes
-    return pair // n_models, pair % n_models, (unique % codes + DROP).astype(np.int8), count.astype(np.float64)
+    return pair // n_models, pair % n_models, (unique % codes + DROP).astype(np.int8), total.astype(np.float64)
 
 
 def prepare(frame: pl.DataFrame, options: FitOptions) -> Prepared:
@@ -260,13 +248,15 @@ def prepare(frame: pl.DataFrame, options: FitOptions) -> Prepared:
     if not keep.any():
         raise NoDataError("no battles left to fit (after dropping ties / both_bad / self-battles / missing features)")
 
-    keep_rows, excluded = _exclude_models(names, a, b, outcome, count, keep, options.min_battles)
+    # which models to keep is decided on the counts per pair and outcome of the battles kept so far
+    summary = _aggregate(a, b, np.where(keep, outcome, UNKNOWN), len(names), count)
+    counts = summary[2] != UNKNOWN
+    kept, excluded = _exclude_models(names, *(column[counts] for column in summary), options.min_battles)
     for e in excluded:
         warnings.append(f"{e.model} ({e.battles} battle(s)) excluded: {e.reason}")
+    keep_rows = keep & kept[a] & kept[b] if excluded else keep
     if not keep_rows.all():
         a, b, outcome, count, X = a[keep_rows], b[keep_rows], outcome[keep_rows], count[keep_rows], X[:, keep_rows]
-    kept = np.zeros(len(names), dtype=bool)
-    kept[a] = kept[b] = True
     if not kept.all():
         remap = np.cumsum(kept) - 1
         a, b = remap[a], remap[b]
@@ -297,12 +287,13 @@ def _alone_clusters(codes: np.ndarray) -> np.ndarray:
 
 
 def _finish_features(X: np.ndarray, names: list[str], normalize: bool, warnings: list[str]) -> tuple[np.ndarray, list[str]]:
-    """Standardise (mean 0, population sd 1, as FastChat/arena-rank) and drop features with no information."""
+    """Standardise (mean 0, population sd 1, as FastChat/arena-rank) and drop features with no information.
+    Works in place: ``X`` is the prepare step's own array."""
     if not names:
         return X, names
     if normalize:
         mean = X.mean(axis=1)
-        X = X - mean[:, None]
+        X -= mean[:, None]
         sd = np.sqrt(np.einsum("kn,kn->k", X, X) / X.shape[1])
         informative = sd > 1e-12 * np.maximum(1.0, np.abs(mean))
         X /= np.where(informative, sd, 1.0)[:, None]
@@ -311,7 +302,9 @@ def _finish_features(X: np.ndarray, names: list[str], normalize: bool, warnings:
     for name, ok in zip(names, informative):
         if not ok:
             warnings.append(f"style feature {name!r} is constant in these battles (no information): left out")
-    return np.ascontiguousarray(X[informative]), [n for n, ok in zip(names, informative) if ok]
+    if not informative.all():
+        X = np.ascontiguousarray(X[informative])
+    return X, [n for n, ok in zip(names, informative) if ok]
 
 
 def pair_weights(prepared: Prepared) -> np.ndarray:
@@ -387,12 +380,12 @@ def mle_components(edges: np.ndarray, n_models: int, involved: np.ndarray) -> tu
 
 
 def _exclude_models(
-    models: list[str], a: np.ndarray, b: np.ndarray, outcome: np.ndarray, count: np.ndarray, keep: np.ndarray, min_battles: int
+    models: list[str], a: np.ndarray, b: np.ndarray, outcome: np.ndarray, count: np.ndarray, min_battles: int
 ) -> tuple[np.ndarray, list[Exclusion]]:
-    """Drop models below ``min_battles`` and models without a finite MLE from the ``keep`` battles, repeating
-    until neither remains; returns the battles kept."""
+    """Drop models below ``min_battles`` and models without a finite MLE from the battles (rows of ``count``
+    battles each), repeating until neither remains; returns the models left with battles, and the others."""
     n = len(models)
-    keep = keep.copy()
+    keep = np.ones(a.size, dtype=bool)
     excluded: list[Exclusion] = []
     while True:
         battles = (np.bincount(a[keep], count[keep], minlength=n) + np.bincount(b[keep], count[keep], minlength=n)).astype(np.int64)
@@ -404,7 +397,7 @@ def _exclude_models(
             continue
         edges = credit_edges(a[keep], b[keep], outcome[keep], n)
         if strongly_connected(edges, n, involved):
-            return keep, excluded
+            return involved, excluded
         main, above, below = mle_components(edges, n, involved)
         out = involved & ~main
         kept_count, kept_outcome = count[keep], outcome[keep]
@@ -490,15 +483,16 @@ def design(prepared: Prepared, cell_index: Cells, weight: np.ndarray | None = No
     )
 
 
-def record_counts(prepared: Prepared) -> dict[str, np.ndarray]:
-    """Battles, wins, ties and losses per model in the fitted battles."""
-    M = prepared.n_models
-    a, b, o, count = prepared.a, prepared.b, prepared.outcome, prepared.count
+def record_counts(cell_index: Cells, n_models: int) -> dict[str, np.ndarray]:
+    """Battles, wins, ties and losses per model in the fitted battles (from the pair-outcome cells)."""
+    first, second = cell_index.pair_a[cell_index.pair], cell_index.pair_b[cell_index.pair]
+    size, outcome = cell_index.size, cell_index.outcome
 
-    def per_model(on_a: np.ndarray, on_b: np.ndarray) -> np.ndarray:
-        return (np.bincount(a, count * on_a, minlength=M) + np.bincount(b, count * on_b, minlength=M)).round().astype(np.int64)
+    def per_model(on_first: np.ndarray | float, on_second: np.ndarray | float) -> np.ndarray:
+        totals = np.bincount(first, size * on_first, minlength=n_models) + np.bincount(second, size * on_second, minlength=n_models)
+        return totals.round().astype(np.int64)
 
     battles = per_model(1.0, 1.0)
-    wins = per_model(o == A_WINS, o == B_WINS)
-    ties = per_model(o == TIE, o == TIE)
+    wins = per_model(outcome == A_WINS, outcome == B_WINS)
+    ties = per_model(outcome == TIE, outcome == TIE)
     return {"battles": battles, "wins": wins, "ties": ties, "losses": battles - wins - ties}

@@ -59,7 +59,7 @@ def _fit_variants(battles: pl.DataFrame, variants: Mapping[str, str], options: F
     base = dataclasses.replace(options, style=",".join(union) if union else "none").resolved()
     prepared = designs.prepare(battles, base)
     cell_index = designs.cells(prepared)
-    records = designs.record_counts(prepared)
+    records = designs.record_counts(cell_index, prepared.n_models)
 
     fits: dict[str, _VariantFit] = {}
     for name, spec in variants.items():
