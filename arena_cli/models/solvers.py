@@ -64,13 +64,22 @@ class Problem:
             self.is_tie = (design.row_outcome == 1).astype(np.float64)
         else:
             self.y = design.row_outcome * 0.5
+        self._scratch: dict[str, np.ndarray] = {}
+
+    def scratch(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        """A work array kept between calls: with millions of rows, fresh temporaries every Newton step cost
+        more in page faults than in arithmetic. Never returned to callers."""
+        array = self._scratch.get(name)
+        if array is None or array.shape != shape:
+            array = self._scratch[name] = np.empty(shape)
+        return array
 
     # -- per-row terms ----------------------------------------------------------------------------------
     def predictor(self, theta: np.ndarray) -> np.ndarray:
         beta = theta[: self.M]
         d = (beta[self.design.pair_a] - beta[self.design.pair_b])[self.design.row_pair]
         if self.k:
-            d = d + theta[self.M : self.M + self.k] @ self.design.X
+            d += np.dot(theta[self.M : self.M + self.k], self.design.X, out=self.scratch("style", d.shape))
         return d
 
     def ridge_sum(self, count: np.ndarray) -> float:
@@ -83,16 +92,18 @@ class Problem:
         d = self.predictor(theta)
         penalty = 0.5 * ridge_sum * float(theta[self.M : self.M + self.k] @ theta[self.M : self.M + self.k])
         if not self.davidson:
-            e = np.exp(-np.abs(d))
-            q = 1.0 / (1.0 + e)
-            eq = e * q
-            p = np.where(d >= 0, q, eq)  # P(a wins), accurate in both tails
+            e = np.exp(np.negative(np.abs(d, out=self.scratch("e", d.shape)), out=self.scratch("e", d.shape)), out=self.scratch("e", d.shape))
+            q = np.reciprocal(np.add(e, 1.0, out=self.scratch("q", d.shape)), out=self.scratch("q", d.shape))
+            s_d = np.multiply(e, q)  # P(a wins) = e/(1 + e) where d < 0 ...
+            h_dd = np.multiply(s_d, q)  # p(1 - p) = e / (1 + e)²
+            np.copyto(s_d, q, where=d >= 0)  # ... and 1/(1 + e) where d ≥ 0: accurate in both tails
+            np.subtract(self.y, s_d, out=s_d)  # the score y - p
             value = np.nan
             if objective:
-                softplus = np.log1p(e)
-                softplus += np.maximum(d, 0.0)
-                value = float(cw @ (self.y * d - softplus)) - penalty
-            return _RowTerms(value, self.y - p, eq * q)  # p(1 - p) = e / (1 + e)²
+                softplus = np.log1p(e, out=e)
+                softplus += np.maximum(d, 0.0, out=q)
+                value = float(cw @ np.subtract(np.multiply(self.y, d, out=q), softplus, out=q)) - penalty
+            return _RowTerms(value, s_d, h_dd)
         tau = theta[-1]
         half = 0.5 * d
         m = np.maximum(np.abs(half), tau)
@@ -140,7 +151,7 @@ class Problem:
         block[np.diag_indices(M)] += W.sum(axis=0) + W.sum(axis=1)
         out[:M, :M] = block
         if k:
-            weighted = self.design.X * w_dd
+            weighted = np.multiply(self.design.X, w_dd, out=self.scratch("weighted", self.design.X.shape))
             cross = np.stack([self._model_sums(weighted[j]) for j in range(k)], axis=1)
             out[:M, M : M + k] = cross
             out[M : M + k, :M] = cross.T
