@@ -142,7 +142,7 @@ def test_battles_without_features_are_left_out_and_constant_features_dropped():
 def test_reweighting_is_inverse_pair_frequency_with_mean_one():
     rows = [("a", "b", "model_a")] * 120 + [("b", "a", "model_b")] * 30 + [("a", "c", "tie")] * 10 + [("c", "b", "model_a"), ("b", "c", "model_a")]
     prepared = D.prepare(frame(rows), FitOptions(min_battles=1))
-    w = np.repeat(D.pair_weights(prepared), prepared.count.astype(int))
+    w = np.repeat(D.pair_weights(D.cells(prepared)), prepared.count.astype(int))
     assert w.mean() == pytest.approx(1.0)
     raw = np.array([1 / 150] * 150 + [1 / 50] * 10 + [1 / 50] * 2)
     np.testing.assert_allclose(np.sort(w), np.sort(raw / raw.mean()))

@@ -16,7 +16,7 @@ GAMMA = {"length": 0.8, "header": -0.3, "bold": 0.4}
 def problem_for(frame, style="none", ties=Ties.half, ridge=0.0, reweight=False, aggregate=True):
     prepared = D.prepare(frame, FitOptions(style=style, ties=ties, min_battles=1))
     cells = D.cells(prepared)
-    design = D.design(prepared, cells, D.pair_weights(prepared) if reweight else None)
+    design = D.design(prepared, cells, D.pair_weights(D.cells(prepared)) if reweight else None)
     if not aggregate:
         design = D.design(prepared.with_features(np.zeros((1, prepared.n_rows)), ("zero",)), cells, design.row_weight if reweight else None)
     return Problem(design, davidson=ties is Ties.davidson, ridge=ridge), prepared

@@ -28,7 +28,7 @@ def battles():
 
 def fitted_problem(frame, style="none", ridge=0.0, cluster=None, reweight=False):
     prepared = D.prepare(frame, FitOptions(style=style, min_battles=1, cluster=cluster))
-    design = D.design(prepared, D.cells(prepared), D.pair_weights(prepared) if reweight else None)
+    design = D.design(prepared, D.cells(prepared), D.pair_weights(D.cells(prepared)) if reweight else None)
     problem = Problem(design, davidson=False, ridge=ridge)
     return problem, newton(problem, design.row_count).theta, prepared
 

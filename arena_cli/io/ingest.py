@@ -466,7 +466,9 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
         )
     else:
         rejected = pl.DataFrame(schema=QUARANTINE_SCHEMA)
-    accepted = frame.filter(pl.col("__failed").is_null()).drop("__failed", RAW, *helpers, strict=False)
+    if rejected.height:
+        frame = frame.filter(pl.col("__failed").is_null())
+    accepted = frame.drop("__failed", RAW, *helpers, strict=False)
     return accepted, rejected
 
 

@@ -307,13 +307,13 @@ def _finish_features(X: np.ndarray, names: list[str], normalize: bool, warnings:
     return X, [n for n, ok in zip(names, informative) if ok]
 
 
-def pair_weights(prepared: Prepared) -> np.ndarray:
+def pair_weights(cell_index: Cells) -> np.ndarray:
     """Per row: inverse pair-frequency weights 1 / max(n_pair, 50) (unordered pairs), normalised to mean 1
     over battles."""
-    a, b, count, n_models = prepared.a, prepared.b, prepared.count, prepared.n_models
-    _, pair = _codes(np.minimum(a, b) * n_models + np.maximum(a, b), n_models * n_models)
-    weight = 1.0 / np.maximum(np.bincount(pair, count)[pair], REWEIGHT_FLOOR)
-    return weight / (float(weight @ count) / float(count.sum()))
+    n_pair = np.bincount(cell_index.pair, cell_index.size)
+    per_pair = 1.0 / np.maximum(n_pair, REWEIGHT_FLOOR)
+    per_pair /= float(per_pair @ n_pair) / float(n_pair.sum())
+    return per_pair[cell_index.pair[cell_index.of_battle]]
 
 
 # ---------------------------------------------------------------------------------- existence of the MLE
@@ -452,7 +452,7 @@ def cells(prepared: Prepared) -> Cells:
 def design(prepared: Prepared, cell_index: Cells, weight: np.ndarray | None = None) -> Design:
     """Per-battle rows with features; aggregated rows (cells, or cluster × cell) without.
 
-    ``weight``: per-battle analysis weights (:func:`pair_weights` to reweight; default 1).
+    ``weight``: per-row analysis weights (:func:`pair_weights` to reweight; default 1).
     """
     weight = np.ones(prepared.n_rows) if weight is None else weight
     if prepared.features.shape[0]:

@@ -66,8 +66,9 @@ def _fit_variants(battles: pl.DataFrame, variants: Mapping[str, str], options: F
         variant = dataclasses.replace(options, style=spec).resolved()
         wanted = [t for t in parse_style(spec) if t in prepared.feature_names]
         rows = [prepared.feature_names.index(t) for t in wanted]
-        variant_battles = prepared.with_features(prepared.features[rows], tuple(wanted))
-        weight = designs.pair_weights(prepared) if variant.reweight else None
+        features = prepared.features if rows == list(range(prepared.features.shape[0])) else prepared.features[rows]
+        variant_battles = prepared.with_features(features, tuple(wanted))
+        weight = designs.pair_weights(cell_index) if variant.reweight else None
         design = designs.design(variant_battles, cell_index, weight)
         problem = Problem(design, davidson=variant.ties is Ties.davidson, ridge=variant.ridge if wanted else 0.0)
         solution = _solve(problem, variant_battles, cell_index, weight, variant.solver)
