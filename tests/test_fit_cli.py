@@ -155,3 +155,37 @@ def test_battles_without_any_style_features_exit_6(tmp_path):
     log.write_text("".join(f'{{"model_a": "{a}", "model_b": "{b}", "winner": "model_a"}}\n' for a, b in [("x", "y"), ("y", "z"), ("z", "x")]))
     result = run(log, "--style", "length", "--ci", "none", ok=False)
     assert result.exit_code == 6
+
+
+def _texts_log(path, frame, extra_rows=()):
+    """A JSONL log with texts (style features come from them), ids, and the given extra raw lines."""
+    rows = [
+        json.dumps({
+            "question_id": f"q{i}", "model_a": a, "model_b": b, "winner": o,
+            "conversation_a": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "word " * (i % 40)}],
+            "conversation_b": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "# h\n" * (i % 7) + "- x\n" * (i // 7 % 5)}],
+        })
+        for i, (a, b, o) in enumerate(frame.select("model_a", "model_b", "outcome").iter_rows())
+    ]
+    path.write_text("\n".join([*rows, *extra_rows]) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("case", ["texts", "repeated ids", "precomputed counts"])
+def test_a_fit_from_files_equals_the_fit_from_their_store(tmp_path, votes, case):
+    """One-shot reads (lean, or full when ids repeat) give the battles an ingest stores: the same numbers."""
+    frame, _ = simulate(1200, 5, seed=8)
+    if case == "precomputed counts":
+        paths = [votes]
+    else:
+        bad = ['{"question_id": "bad1", "model_a": "x", "model_b": "x", "winner": "tie"}', '{"broken']
+        if case == "repeated ids":
+            bad += ['{"question_id": "q3", "model_a": "m", "model_b": "n", "winner": "tie"}']
+        paths = [_texts_log(tmp_path / "votes.jsonl", frame, bad)]
+    store = tmp_path / "store"
+    assert runner.invoke(app, ["ingest", *map(str, paths), "--store", str(store)]).exit_code == 0
+    options = ["--style", "length,header", "--ci", "sandwich", "--format", "json"]
+    from_files = json.loads(run(*paths, *options).stdout)["tables"]
+    from_store = json.loads(run("--store", store, *options).stdout)["tables"]
+    assert from_files == from_store
+    assert len(from_files["coefficients"]) == 2
