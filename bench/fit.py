@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -151,14 +152,19 @@ def fastchat_main(path: str, style: str, out: str) -> None:
 # ------------------------------------------------------------------------------------------- running
 
 
-def timed(command: list[str], env: dict | None = None) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MB) of one whole process."""
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as stats:
-        run = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", stats.name, *command], capture_output=True, text=True, env=env)
-        if run.returncode != 0:
-            raise RuntimeError(f"{' '.join(command)} failed:\n{run.stderr[-2000:]}")
-        seconds, kilobytes = Path(stats.name).read_text().split()[-2:]
-    return float(seconds), float(kilobytes) / 1024.0
+def timed(command: list[str], repeat: int = 1) -> tuple[float, float]:
+    """(median wall seconds, largest peak RSS in MB) of ``repeat`` runs of one whole process: on a shared
+    machine a single run can be off by half; the median of a few is not."""
+    walls, peaks = [], []
+    for _ in range(repeat):
+        with tempfile.NamedTemporaryFile("r", suffix=".time") as stats:
+            run = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", stats.name, *command], capture_output=True, text=True)
+            if run.returncode != 0:
+                raise RuntimeError(f"{' '.join(command)} failed:\n{run.stderr[-2000:]}")
+            seconds, kilobytes = Path(stats.name).read_text().split()[-2:]
+        walls.append(float(seconds))
+        peaks.append(float(kilobytes) / 1024.0)
+    return statistics.median(walls), max(peaks)
 
 
 def scores_of(path: Path) -> dict[str, float]:
@@ -210,7 +216,7 @@ def bench_fits(args, workdir: Path) -> list[dict]:
                     else:
                         out = workdir / "out.csv"
                         command = [*command, str(out)]
-                    seconds, rss = timed(command)
+                    seconds, rss = timed(command, args.repeat)
                     gap = max_gap(scores_of(out), reference)
                     row = {"votes": n, "models": n_models, "style": style, "tool": tool, "seconds": seconds, "rss_mb": rss, "max_score_diff": gap}
                     print(json.dumps(row), flush=True)
@@ -225,8 +231,8 @@ def bench_bootstrap(args, workdir: Path) -> list[dict]:
     for style, rounds in (("none", 1000), ("both", 100)):
         out = workdir / "boot.json"
         command = [ARENA, "fit", "--store", str(store), "--style", style, "--ci", "bootstrap", "--rounds", str(rounds), "-o", str(out)]
-        seconds, rss = timed(command)
-        fit_only, _ = timed([ARENA, "fit", "--store", str(store), "--style", style, "--ci", "none", "-o", str(out)])
+        seconds, rss = timed(command, args.repeat)
+        fit_only, _ = timed([ARENA, "fit", "--store", str(store), "--style", style, "--ci", "none", "-o", str(out)], args.repeat)
         row = {"votes": 1_000_000, "models": 100, "style": style, "rounds": rounds, "seconds": seconds, "seconds_without_bootstrap": fit_only, "rss_mb": rss}
         print(json.dumps(row), flush=True)
         rows.append(row)
@@ -259,11 +265,12 @@ def main() -> None:
     parser.add_argument("--models", default="100,300", type=lambda s: [int(x) for x in s.split(",")])
     parser.add_argument("--arena-rank-python", default="/tmp/benchvenv/bin/python")
     parser.add_argument("--workdir", default=os.environ.get("ARENA_BENCH_DIR", "/tmp/arena-bench"))
-    parser.add_argument("--file-limit", type=int, default=1_000_000, help="time `arena fit FILE` only up to this many votes")
+    parser.add_argument("--file-limit", type=int, default=5_000_000, help="time `arena fit FILE` only up to this many votes")
     parser.add_argument("--bootstrap", action="store_true", help="also time the bootstrap at 1M votes")
     parser.add_argument("--arena-rank-bootstrap", type=int, default=0, help="rounds of arena-rank's style bootstrap to time (0: skip)")
     parser.add_argument("--arena-rank-bootstrap-votes", type=int, default=100_000)
     parser.add_argument("--no-fits", action="store_true", help="skip the point-fit comparison")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per timing; the median wall time is reported")
     args = parser.parse_args()
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
