@@ -8,7 +8,7 @@ fit, which has none). Scores are compared with a tight-tolerance reference: scip
 (gtol 1e-11), computed in this process, untimed.
 
 `arena fit` is timed twice: from a store (votes ingested once beforehand, the cron/CI case) and straight from
-the parquet file (which includes `arena ingest`'s validation and hashing of every row).
+the parquet file (which includes validating every row as `arena ingest` does).
 
     python bench/fit.py                                   # 100k, 1M, 5M votes x 100, 300 models
     python bench/fit.py --sizes 100000 --models 100       # a quick run
