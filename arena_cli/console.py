@@ -7,8 +7,29 @@ from rich.console import Console
 err_console = Console(stderr=True)
 
 
+class _NoProgress:
+    """What a progress bar is where nobody watches (cron, CI, a pipe): rich's is not even imported."""
+
+    def __enter__(self) -> _NoProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def add_task(self, *args: object, **kwargs: object) -> int:
+        return 0
+
+    def update(self, *args: object, **kwargs: object) -> None:
+        return None
+
+    def advance(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
 def progress(transient: bool = True):
-    """A rich progress bar on stderr (hidden when stderr is not a terminal)."""
+    """A rich progress bar on stderr, or nothing when stderr is not a terminal."""
+    if not err_console.is_terminal:
+        return _NoProgress()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     return Progress(
@@ -18,7 +39,6 @@ def progress(transient: bool = True):
         TimeRemainingColumn(),
         console=err_console,
         transient=transient,
-        disable=not err_console.is_terminal,
     )
 
 
