@@ -122,8 +122,8 @@ class Design:
 
 
 def _style_exprs(frame: pl.DataFrame, terms: tuple[str, ...]) -> tuple[list[pl.Expr], list[pl.Expr]]:
-    """Per term: its value per battle before standardisation (null where a battle lacks a feature), and a
-    check that is true when the term's counts are unusable (negative).
+    """Per term: its value per battle before standardisation (null where a battle lacks a feature), and
+    whether the battle's counts for it are unusable (negative).
 
     Counts use LMArena's transform d = (a - b) / (a + b + 1) on the per-side sums of a feature group; a
     numeric battle-level column (a user's covariate, e.g. a sentiment difference) is used as it is.
@@ -140,7 +140,7 @@ def _style_exprs(frame: pl.DataFrame, terms: tuple[str, ...]) -> tuple[list[pl.E
                     raise InputError(f"style feature {term!r}: column {column!r} is {frame.schema[column]}, not numeric")
             side_a, side_b = (pl.sum_horizontal([pl.col(p[side]) for p in pairs], ignore_nulls=False).cast(pl.Float64) for side in (0, 1))
             values.append((side_a - side_b) / (side_a + side_b + 1.0))
-            negative.append(((side_a < 0) | (side_b < 0)).any())
+            negative.append((side_a < 0) | (side_b < 0))
         elif term in frame.columns and term not in STYLE_GROUPS:
             if not frame.schema[term].is_numeric():
                 raise InputError(f"style covariate {term!r} is {frame.schema[term]}, not numeric")
@@ -179,24 +179,27 @@ def _encode(frame: pl.DataFrame, options: FitOptions, terms: tuple[str, ...]):
         pl.col("model_a").cast(pl.String).unique().implode(),
         pl.col("model_b").cast(pl.String).unique().implode(),
         pl.any_horizontal(pl.col("model_a", "model_b", "outcome").is_null().any()).alias("null"),
-        *(check.alias(f"_negative{i}") for i, check in enumerate(negative)),
     ).row(0)
     if seen[2]:
         raise InputError("some battles have no model_a, model_b or outcome")
-    for term, is_negative in zip(terms, seen[3:]):
-        if is_negative:
-            raise InputError(
-                f"style feature {term!r}: negative per-side values; the (a - b)/(a + b + 1) transform needs counts. "
-                f"Give a signed covariate as one battle-level column instead (e.g. {term}_diff)."
-            )
     names = sorted(set(seen[0]) | set(seen[1]))
     enum = pl.Enum(names)
+    styled = [f"_style{i}" for i in range(len(style))]
     encoded = frame.select(
         pl.col("model_a").cast(pl.String).cast(enum).to_physical().cast(pl.Int64).alias("_a"),
         pl.col("model_b").cast(pl.String).cast(enum).to_physical().cast(pl.Int64).alias("_b"),
         _outcome_expr(options).alias("_outcome"),
         *([pl.col(options.cluster).rank("dense").fill_null(0).cast(pl.Int64).alias("_cluster")] if options.cluster else []),
+        *(value.alias(name) for value, name in zip(style, styled)),
+        *(check.alias(f"_negative{i}") for i, check in enumerate(negative)),
     )
+    flags = encoded.select(pl.col(f"_negative{i}").any() for i in range(len(negative))).row(0) if negative else ()
+    for term, is_negative in zip(terms, flags):
+        if is_negative:
+            raise InputError(
+                f"style feature {term!r}: negative per-side values; the (a - b)/(a + b + 1) transform needs counts. "
+                f"Give a signed covariate as one battle-level column instead (e.g. {term}_diff)."
+            )
     outcome = encoded["_outcome"].to_numpy()
     if (outcome == UNKNOWN).any():
         labels = sorted(frame["outcome"].filter(pl.Series(outcome == UNKNOWN)).cast(pl.String).unique().to_list())
@@ -208,7 +211,7 @@ def _encode(frame: pl.DataFrame, options: FitOptions, terms: tuple[str, ...]):
         a, b, outcome, count = _aggregate(a, b, outcome, len(names))
         return names, a, b, outcome, count, np.zeros((0, a.size)), None
     # (battles, k) in column-major order is the (k, battles) row-major array the solvers use, in one copy
-    X = np.require(frame.select(e.alias(f"_style{i}") for i, e in enumerate(style)).to_numpy().T, requirements=["C", "W"]) if style else np.zeros((0, frame.height))
+    X = np.require(encoded.select(styled).to_numpy().T, requirements=["C", "W"]) if style else np.zeros((0, frame.height))
     cluster = _alone_clusters(encoded["_cluster"].to_numpy()) if options.cluster else None
     return names, a, b, outcome, np.ones(a.size), X, cluster
 
@@ -435,14 +438,17 @@ def cells(prepared: Prepared) -> Cells:
     """The (unordered pair, outcome) cells of the prepared battles, in sorted order."""
     M = prepared.n_models
     a, b = prepared.a, prepared.b
-    swapped = a > b
-    pair_keys, pair_of_battle = _codes(np.where(swapped, b, a) * M + np.where(swapped, a, b), M * M)
-    outcome = np.where(swapped, A_WINS - prepared.outcome, prepared.outcome)
-    cell_keys, of_battle = _codes(pair_of_battle * 3 + outcome, pair_keys.size * 3)
+    outcome = np.where(a > b, A_WINS - prepared.outcome, prepared.outcome)
+    keys = np.minimum(a, b) * M
+    keys += np.maximum(a, b)
+    keys *= 3
+    keys += outcome
+    cell_keys, of_battle = _codes(keys, M * M * 3)  # one pass over the battles; the pairs follow from the cells
+    pair_keys, pair = np.unique(cell_keys // 3, return_inverse=True)
     return Cells(
         of_battle=of_battle,
         size=np.bincount(of_battle, prepared.count, minlength=cell_keys.size),
-        pair=cell_keys // 3,
+        pair=pair,
         outcome=(cell_keys % 3).astype(np.int8),
         pair_a=pair_keys // M,
         pair_b=pair_keys % M,
