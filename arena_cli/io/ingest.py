@@ -118,7 +118,7 @@ def _text(col: str, dtype: pl.DataType) -> pl.Expr:
         expr = pl.struct(expr).struct.json_encode()
     else:
         expr = expr.cast(pl.String)
-    return pl.when(expr != "").then(expr)
+    return expr.replace("", None)
 
 
 def _timestamp(col: str, dtype: pl.DataType) -> pl.Expr:
