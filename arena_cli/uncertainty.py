@@ -309,11 +309,16 @@ def _quantile(draws: np.ndarray, q: float) -> np.ndarray:
 def ranks_of(score_draws: np.ndarray) -> np.ndarray:
     """Rank of each model in each draw: 1 + the number of models scoring strictly higher (NaN: rank 0,
     and not counted against the others)."""
-    ranks = np.zeros(score_draws.shape, dtype=np.int32)
-    for row, scores in enumerate(score_draws):
-        known = ~np.isnan(scores)
-        ordered = np.sort(scores[known])
-        ranks[row, known] = 1 + ordered.size - np.searchsorted(ordered, scores[known], side="right")
+    descending = -score_draws  # NaN sorts last, after every known score, and equals nothing
+    order = np.argsort(descending, axis=1, kind="stable")
+    ordered = np.take_along_axis(descending, order, axis=1)
+    new = np.ones(ordered.shape, dtype=bool)
+    new[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    # a score's rank is 1 + the position where its value first appears in the descending order
+    first = np.maximum.accumulate(np.where(new, np.arange(ordered.shape[1]), 0), axis=1)
+    ranks = np.empty(score_draws.shape, dtype=np.int32)
+    np.put_along_axis(ranks, order, (1 + first).astype(np.int32), axis=1)
+    ranks[np.isnan(score_draws)] = 0
     return ranks
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sim_battles import simulate
 
 from arena_cli.models import CIMethod, FitOptions, fit, fit_variants
@@ -164,6 +166,16 @@ def test_ranks_and_rank_intervals():
     lower = np.array([10.0, 5.0, 0.0])
     upper = np.array([20.0, 12.0, 4.0])
     np.testing.assert_array_equal(lmarena_rank(lower, upper), [1, 1, 3])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([0.0, 1.0, 2.5, np.inf, -np.inf, np.nan]), min_size=5, max_size=5), min_size=1, max_size=6))
+def test_ranks_follow_their_definition(rows):
+    """Property: 1 + the number of known scores strictly higher in the same draw; unknown (NaN) is rank 0."""
+    scores = np.array(rows)
+    known = ~np.isnan(scores)
+    higher = (known[:, None, :] & (scores[:, None, :] > scores[:, :, None])).sum(axis=2)
+    np.testing.assert_array_equal(ranks_of(scores), np.where(known, 1 + higher, 0))
 
 
 def test_sandwich_intervals_and_rank_intervals_on_the_result(battles):
