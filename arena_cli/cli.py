@@ -34,9 +34,11 @@ def guarded(command: Callable) -> Callable:
         except ArenaError as error:
             if os.environ.get("ARENA_DEBUG"):
                 raise
+            from rich.markup import escape
+
             from arena_cli.console import err_console
 
-            err_console.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
+            err_console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
             raise typer.Exit(int(error.exit_code)) from None
 
     return run

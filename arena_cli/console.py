@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 
 err_console = Console(stderr=True)
 
@@ -43,8 +44,8 @@ def progress(transient: bool = True):
 
 
 def warn(message: str) -> None:
-    err_console.print(f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 def info(message: str) -> None:
-    err_console.print(message, highlight=False, soft_wrap=True)
+    err_console.print(escape(message), highlight=False, soft_wrap=True)

@@ -116,10 +116,32 @@ def test_davidson_and_compat_settings(votes, tmp_path):
         (["--confidence", "1.5"], 3, "--confidence"),
     ],
 )
-def test_errors_have_messages_and_exit_codes(votes, args, code, message):
-    result = run(votes, *args, ok=False)
+@pytest.mark.parametrize("source", ["file", "store"])
+def test_errors_have_messages_and_exit_codes(votes, votes_store, source, args, code, message):
+    result = run(*([votes] if source == "file" else ["--store", votes_store]), *args, ok=False)
     assert result.exit_code == code, result.output
     assert message in result.output
+
+
+@pytest.fixture(scope="module")
+def votes_store(votes, tmp_path_factory):
+    store = tmp_path_factory.mktemp("store") / "s"
+    assert runner.invoke(app, ["ingest", str(votes), "--store", str(store)]).exit_code == 0
+    return store
+
+
+@pytest.mark.parametrize("where", ["model_a > 3", "turn + 'x' = 1", "timestamp > 'abc'"])
+def test_a_where_that_cannot_be_evaluated_is_an_input_error(votes, votes_store, where):
+    for source in ([votes], ["--store", votes_store]):
+        result = run(*source, "--where", where, "--ci", "none", ok=False)
+        assert result.exit_code == 3, result.output
+        assert f"--where {where!r}" in result.output
+
+
+def test_messages_with_brackets_are_printed_as_they_are(votes):
+    result = run(votes, "--anchor", "[bold]x[/bold]=1000", "--ci", "none", ok=False)
+    assert result.exit_code == 3
+    assert "'[bold]x[/bold]'" in result.output
 
 
 def test_warnings_go_to_stderr_not_into_the_data(tmp_path):
