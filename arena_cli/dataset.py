@@ -28,14 +28,8 @@ def load_battles(
     where: str | None = None,
     models: Sequence[str] | None = None,
     exclude_models: Sequence[str] | None = None,
-    lazy: bool = False,
-) -> pl.DataFrame | pl.LazyFrame:
-    """The battles a command works on. ``sources`` (files) win over ``store``; ``columns=None`` reads all.
-
-    ``lazy``: a LazyFrame, so that a consumer computing a few values per battle from many columns (a fit's
-    style terms from the per-side counts) never holds those columns whole. Files are still read (and
-    validated) when called; a store is only scanned when the result is collected.
-    """
+) -> pl.DataFrame:
+    """The battles a command works on. ``sources`` (files) win over ``store``; ``columns=None`` reads all."""
     condition = where_expression(where) if where else None
     wanted = None
     if columns is not None:
@@ -54,18 +48,15 @@ def load_battles(
         from arena_cli.io.store import Store
 
         opened = Store.open(store)
-        scan = opened.scan("battles", wanted)
-        if scan is None:
+        lazy = opened.scan("battles", wanted)
+        if lazy is None:
             raise NoDataError(f"store {opened.root} has no battles yet")
-        frame = scan if lazy else scan.collect()
+        frame = lazy.collect()
     if condition is not None:
-        names = frame.collect_schema().names()
-        unknown = [c for c in condition.meta.root_names() if c not in names]
+        unknown = [c for c in condition.meta.root_names() if c not in frame.columns]
         if unknown:
-            raise InputError(f"--where names unknown column(s) {unknown}; columns: {', '.join(names)}")
+            raise InputError(f"--where names unknown column(s) {unknown}; columns: {', '.join(frame.columns)}")
         try:
-            if isinstance(frame, pl.LazyFrame):  # evaluated once here (its columns only): errors surface now, not mid-fit
-                frame.select(condition.sum()).collect()
             frame = frame.filter(condition)
         except Exception as error:
             raise InputError(f"--where {where!r} failed: {error}") from None
@@ -75,8 +66,6 @@ def load_battles(
     if exclude_models:
         drop = pl.Series(list(exclude_models)).implode()
         frame = frame.filter(~pl.col("model_a").is_in(drop) & ~pl.col("model_b").is_in(drop))
-    if isinstance(frame, pl.LazyFrame):
-        return frame  # emptiness is found by the consumer's first pass
     if frame.height == 0:
         raise NoDataError("no battles left after filtering")
-    return frame.lazy() if lazy else frame
+    return frame

@@ -55,7 +55,7 @@ def _side(path: Path, where: str | None, option: str, options, *, models, exclud
     from arena_cli.models.inputs import load_fit_battles
 
     battles = load_fit_battles((), path, [options.style], cluster=options.cluster, where=where, models=models,
-                               exclude_models=exclude_models, recipe=recipe, encoding=encoding, lazy=True)
+                               exclude_models=exclude_models, recipe=recipe, encoding=encoding)
     resolved = options.resolved()
     with progress() as bar:
         task = bar.add_task(f"fitting {path.name}", total=resolved.rounds, visible=resolved.ci is CIMethod.bootstrap)

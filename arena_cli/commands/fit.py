@@ -83,7 +83,7 @@ def fit_command(
     model_list, excluded_list = split_list(models), split_list(exclude_models)
     battles = load_fit_battles(
         sources or (), store, [options.style], cluster=cluster, where=where, models=model_list,
-        exclude_models=excluded_list, recipe=recipe, encoding=encoding, lazy=True,
+        exclude_models=excluded_list, recipe=recipe, encoding=encoding,
     )
     with progress() as bar:
         task = bar.add_task("bootstrap", total=options.rounds, visible=options.ci is CIMethod.bootstrap)

@@ -121,7 +121,7 @@ class Design:
 # --------------------------------------------------------------------------------------------- preparation
 
 
-def _style_exprs(schema: pl.Schema, terms: tuple[str, ...]) -> tuple[list[pl.Expr], list[pl.Expr]]:
+def _style_exprs(frame: pl.DataFrame, terms: tuple[str, ...]) -> tuple[list[pl.Expr], list[pl.Expr]]:
     """Per term: its value per battle before standardisation (null where a battle lacks a feature), and
     whether the battle's counts for it are unusable (negative).
 
@@ -134,16 +134,16 @@ def _style_exprs(schema: pl.Schema, terms: tuple[str, ...]) -> tuple[list[pl.Exp
     for term in terms:
         pairs = [side_columns(m) for m in STYLE_GROUPS.get(term, (term,))]
         columns = [c for pair in pairs for c in pair]
-        if all(c in schema for c in columns):
+        if all(c in frame.columns for c in columns):
             for column in columns:
-                if not schema[column].is_numeric():
-                    raise InputError(f"style feature {term!r}: column {column!r} is {schema[column]}, not numeric")
+                if not frame.schema[column].is_numeric():
+                    raise InputError(f"style feature {term!r}: column {column!r} is {frame.schema[column]}, not numeric")
             side_a, side_b = (pl.sum_horizontal([pl.col(p[side]) for p in pairs], ignore_nulls=False).cast(pl.Float64) for side in (0, 1))
             values.append((side_a - side_b) / (side_a + side_b + 1.0))
             negative.append((side_a < 0) | (side_b < 0))
-        elif term in schema and term not in STYLE_GROUPS:
-            if not schema[term].is_numeric():
-                raise InputError(f"style covariate {term!r} is {schema[term]}, not numeric")
+        elif term in frame.columns and term not in STYLE_GROUPS:
+            if not frame.schema[term].is_numeric():
+                raise InputError(f"style covariate {term!r} is {frame.schema[term]}, not numeric")
             values.append(pl.col(term).cast(pl.Float64))
             negative.append(pl.lit(False))
         else:
@@ -166,26 +166,20 @@ def _outcome_expr(options: FitOptions) -> pl.Expr:
     return pl.col("outcome").cast(pl.String).replace_strict(mapping, default=UNKNOWN, return_dtype=pl.Int8)
 
 
-def _encode(frame: pl.DataFrame | pl.LazyFrame, options: FitOptions, terms: tuple[str, ...]):
-    """Every per-battle value is computed in one parallel polars pass (after one over the model names): model
-    and outcome codes, the style terms and the cluster codes, as numpy arrays. From a LazyFrame only these
-    are ever held whole, not the columns they are computed from."""
-    schema = frame.collect_schema()
+def _encode(frame: pl.DataFrame, options: FitOptions, terms: tuple[str, ...]):
+    """Every per-battle string is looked at once, in one parallel polars pass: model and outcome codes, the
+    style columns and the cluster codes as numpy arrays."""
     for column in ("model_a", "model_b", "outcome"):
-        if column not in schema:
-            raise InputError(f"battles have no {column!r} column (columns: {', '.join(schema)})")
-    if options.cluster and options.cluster not in schema:
-        raise InputError(f"--cluster {options.cluster!r}: no such column (columns: {', '.join(schema)})")
-    style, negative = _style_exprs(schema, terms)
-    frame = frame.lazy()
+        if column not in frame.columns:
+            raise InputError(f"battles have no {column!r} column (columns: {', '.join(frame.columns)})")
+    if options.cluster and options.cluster not in frame.columns:
+        raise InputError(f"--cluster {options.cluster!r}: no such column (columns: {', '.join(frame.columns)})")
+    style, negative = _style_exprs(frame, terms)
     seen = frame.select(
         pl.col("model_a").cast(pl.String).unique().implode(),
         pl.col("model_b").cast(pl.String).unique().implode(),
         pl.any_horizontal(pl.col("model_a", "model_b", "outcome").is_null().any()).alias("null"),
-        pl.len(),
-    ).collect().row(0)
-    if not seen[3]:
-        raise NoDataError("no battles left after filtering")
+    ).row(0)
     if seen[2]:
         raise InputError("some battles have no model_a, model_b or outcome")
     names = sorted(set(seen[0]) | set(seen[1]))
@@ -198,7 +192,7 @@ def _encode(frame: pl.DataFrame | pl.LazyFrame, options: FitOptions, terms: tupl
         *([pl.col(options.cluster).rank("dense").fill_null(0).cast(pl.Int64).alias("_cluster")] if options.cluster else []),
         *(value.alias(name) for value, name in zip(style, styled)),
         *(check.alias(f"_negative{i}") for i, check in enumerate(negative)),
-    ).collect()
+    )
     flags = encoded.select(pl.col(f"_negative{i}").any() for i in range(len(negative))).row(0) if negative else ()
     for term, is_negative in zip(terms, flags):
         if is_negative:
@@ -208,7 +202,7 @@ def _encode(frame: pl.DataFrame | pl.LazyFrame, options: FitOptions, terms: tupl
             )
     outcome = encoded["_outcome"].to_numpy()
     if (outcome == UNKNOWN).any():
-        labels = sorted(frame.filter(_outcome_expr(options) == UNKNOWN).select(pl.col("outcome").cast(pl.String).unique()).collect().to_series().to_list())
+        labels = sorted(frame["outcome"].filter(pl.Series(outcome == UNKNOWN)).cast(pl.String).unique().to_list())
         raise InputError(
             f"{int((outcome == UNKNOWN).sum())} battle(s) have an unknown outcome {labels[:5]}; expected model_a, model_b, tie, both_bad"
         )
@@ -217,7 +211,7 @@ def _encode(frame: pl.DataFrame | pl.LazyFrame, options: FitOptions, terms: tupl
         a, b, outcome, count = _aggregate(a, b, outcome, len(names))
         return names, a, b, outcome, count, np.zeros((0, a.size)), None
     # (battles, k) in column-major order is the (k, battles) row-major array the solvers use, in one copy
-    X = np.require(encoded.select(styled).to_numpy().T, requirements=["C", "W"]) if style else np.zeros((0, a.size))
+    X = np.require(encoded.select(styled).to_numpy().T, requirements=["C", "W"]) if style else np.zeros((0, frame.height))
     cluster = _alone_clusters(encoded["_cluster"].to_numpy()) if options.cluster else None
     return names, a, b, outcome, np.ones(a.size), X, cluster
 
@@ -239,7 +233,7 @@ def _aggregate(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int,
     return pair // n_models, pair % n_models, (unique % codes + DROP).astype(np.int8), total.astype(np.float64)
 
 
-def prepare(frame: pl.DataFrame | pl.LazyFrame, options: FitOptions) -> Prepared:
+def prepare(frame: pl.DataFrame, options: FitOptions) -> Prepared:
     """Validate, encode and filter battles; exclude models without a finite MLE (with the reason)."""
     options = options.resolved()
     terms = parse_style(options.style)

@@ -18,14 +18,13 @@ from arena_cli.models.solvers import Problem, Solution, newton, statsmodels_fit
 Progress = Callable[[int, int], None]
 
 
-def fit(battles: pl.DataFrame | pl.LazyFrame, options: FitOptions = FitOptions(), *, on_progress: Progress | None = None) -> FitResult:
-    """Fit one leaderboard. ``battles`` (a frame, or a LazyFrame read once) has ``model_a, model_b, outcome``
-    plus the columns the style needs."""
+def fit(battles: pl.DataFrame, options: FitOptions = FitOptions(), *, on_progress: Progress | None = None) -> FitResult:
+    """Fit one leaderboard. ``battles`` has ``model_a, model_b, outcome`` plus the columns the style needs."""
     return fit_variants(battles, {options.style: options.style}, options, on_progress=on_progress)[options.style]
 
 
 def fit_variants(
-    battles: pl.DataFrame | pl.LazyFrame,
+    battles: pl.DataFrame,
     variants: Mapping[str, str],
     options: FitOptions = FitOptions(),
     *,
@@ -55,7 +54,7 @@ class _VariantFit:
     solution: Solution
 
 
-def _fit_variants(battles: pl.DataFrame | pl.LazyFrame, variants: Mapping[str, str], options: FitOptions, on_progress: Progress | None) -> dict[str, FitResult]:
+def _fit_variants(battles: pl.DataFrame, variants: Mapping[str, str], options: FitOptions, on_progress: Progress | None) -> dict[str, FitResult]:
     union = tuple(dict.fromkeys(t for spec in variants.values() for t in parse_style(spec)))
     base = dataclasses.replace(options, style=",".join(union) if union else "none").resolved()
     prepared = designs.prepare(battles, base)

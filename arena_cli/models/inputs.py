@@ -37,13 +37,8 @@ def load_fit_battles(
     exclude_models: Sequence[str] | None = None,
     recipe: str = "default",
     encoding: str = "cl100k_base",
-    lazy: bool = False,
-) -> pl.DataFrame | pl.LazyFrame:
-    """Battles for fitting every style spec in ``styles`` (one for ``arena fit``, several for variants).
-
-    ``lazy``: a LazyFrame where the features need no computing, for :func:`arena_cli.models.fit`, which then
-    reads the per-side counts while it computes the style terms instead of holding them all.
-    """
+) -> pl.DataFrame:
+    """Battles for fitting every style spec in ``styles`` (one for ``arena fit``, several for variants)."""
     from arena_cli.dataset import load_battles
     from arena_cli.features.registry import side_columns
     from arena_cli.io.store import default_store_path
@@ -65,12 +60,9 @@ def load_fit_battles(
             columns += ["conversation_a", "conversation_b", *META_COLUMNS]
         elif not _stored(store, feature_columns):
             columns += ["battle_id", "content_hash"]  # cached or computed from the store's own texts
-    battles = load_battles(sources, store, columns=columns, where=where, models=models, exclude_models=exclude_models, lazy=lazy)
+    battles = load_battles(sources, store, columns=columns, where=where, models=models, exclude_models=exclude_models)
     if features and not _complete(battles, feature_columns):
         from arena_cli.features import attach_features
-
-        if isinstance(battles, pl.LazyFrame):
-            battles = battles.collect()
 
         if sources:  # battles read from files are matched to their computed features by position
             keyed = battles.with_columns(pl.int_range(pl.len()).cast(pl.String).alias("battle_id"))
@@ -90,8 +82,5 @@ def _stored(store: Path | None, columns: list[str]) -> bool:
     return lazy is not None and set(columns) <= set(lazy.collect_schema().names())
 
 
-def _complete(battles: pl.DataFrame | pl.LazyFrame, columns: list[str]) -> bool:
-    if not set(columns) <= set(battles.collect_schema().names()):
-        return False
-    nulls = battles.select(pl.col(columns).null_count().sum())
-    return (nulls.collect() if isinstance(nulls, pl.LazyFrame) else nulls).sum_horizontal().item() == 0
+def _complete(battles: pl.DataFrame, columns: list[str]) -> bool:
+    return all(c in battles.columns for c in columns) and battles.select(pl.col(columns).null_count().sum()).sum_horizontal().item() == 0
