@@ -253,8 +253,8 @@ def prepare(frame: pl.DataFrame, options: FitOptions) -> Prepared:
 
     # which models to keep is decided on the counts per pair and outcome of the battles kept so far
     summary = _aggregate(a, b, np.where(keep, outcome, UNKNOWN), len(names), count)
-    counts = summary[2] != UNKNOWN
-    kept, excluded = _exclude_models(names, *(column[counts] for column in summary), options.min_battles)
+    counted_rows = summary[2] != UNKNOWN
+    kept, excluded = _exclude_models(names, *(column[counted_rows] for column in summary), options.min_battles)
     for e in excluded:
         warnings.append(f"{e.model} ({e.battles} battle(s)) excluded: {e.reason}")
     keep_rows = keep & kept[a] & kept[b] if excluded else keep
