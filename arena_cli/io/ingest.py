@@ -464,10 +464,9 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
             },
             schema=QUARANTINE_SCHEMA,
         )
+        frame = frame.filter(pl.col("__failed").is_null())
     else:
         rejected = pl.DataFrame(schema=QUARANTINE_SCHEMA)
-    if rejected.height:
-        frame = frame.filter(pl.col("__failed").is_null())
     accepted = frame.drop("__failed", RAW, *helpers, strict=False)
     return accepted, rejected
 
@@ -653,7 +652,7 @@ def stream(
                 rejected = pl.concat([rejected, invalid])
                 if lean_ids is not None:
                     lean_ids.add(str(path), accepted["battle_id"])
-                    accepted = _lean_columns(accepted, columns)
+                    accepted = _wanted(conform(accepted), columns)
                 else:
                     accepted, occurrences = add_hashes(accepted, occurrences)
                     accepted, duplicates, conflicts = split_duplicates(accepted, seen)
@@ -667,7 +666,7 @@ def stream(
             yield summary, accepted, rejected
         if not batches:  # an empty source still gets its (zero) summary
             empty = conform(pl.DataFrame(schema=BATTLE_SCHEMA))
-            yield summary, empty if columns is None else _lean_columns(empty, columns), pl.DataFrame(schema=QUARANTINE_SCHEMA)
+            yield summary, empty if columns is None else _wanted(empty, columns), pl.DataFrame(schema=QUARANTINE_SCHEMA)
     if lean_ids is not None:
         lean_ids.check()
 
@@ -680,13 +679,9 @@ VALIDATED = ("model_a", "model_b", "outcome", "timestamp", "turn", "anony", "con
 IDENTITY = ("battle_id", "content_hash", "source_file", "source_row")
 
 
-def _lean_columns(frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
-    """The wanted columns, as a full read has them: canonical ones always (null where the source has none)
-    and with their canonical types, extras where the batch has them."""
-    wanted = [c for c in columns if c in frame.columns or c in BATTLE_SCHEMA]
-    return frame.select(
-        (pl.col(c) if c in frame.columns else pl.lit(None)).cast(BATTLE_SCHEMA[c]).alias(c) if c in BATTLE_SCHEMA else pl.col(c) for c in wanted
-    )
+def _wanted(frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
+    """The wanted columns that a canonical frame has (every canonical one; extras where the source had them)."""
+    return frame.select([c for c in columns if c in frame.columns])
 
 
 def _lean_plan(plan: Plan, columns: Sequence[str]) -> Plan:
@@ -781,7 +776,7 @@ def read_sources(paths: list[Path], options: IngestOptions | None = None, column
             pass
     result = _collect(stream(paths, options, seen_keys(_NO_BATTLES)), None)
     if columns is not None:
-        result.battles = result.battles.select([c for c in columns if c in result.battles.columns])
+        result.battles = _wanted(result.battles, columns)
     return result
 
 

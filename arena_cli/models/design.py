@@ -216,13 +216,17 @@ def _encode(frame: pl.DataFrame, options: FitOptions, terms: tuple[str, ...]):
     return names, a, b, outcome, np.ones(a.size), X, cluster
 
 
+#: Key spaces up to this size are tabulated with ``np.bincount`` (one pass); larger ones are sorted.
+DENSE_KEYS = 1 << 26
+
+
 def _aggregate(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int, count: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """Rows of the same ordered pair and outcome as one row with their total ``count`` (default: one per
     row), sorted by pair and outcome."""
     codes = 1 + A_WINS - DROP
     keys = (a * n_models + b) * codes + (outcome - DROP)
     size = n_models * n_models * codes
-    if size <= 1 << 26:
+    if size <= DENSE_KEYS:
         totals = np.bincount(keys, count, minlength=size)
         unique = np.flatnonzero(totals)
         total = totals[unique]
@@ -425,7 +429,7 @@ def _exclude_models(
 
 def _codes(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """(sorted unique keys, index of each key among them); a bincount table when the key space is small."""
-    if size <= 1 << 26:
+    if size <= DENSE_KEYS:
         present = np.bincount(keys, minlength=size) > 0
         unique = np.flatnonzero(present)
         lookup = np.cumsum(present) - 1

@@ -92,8 +92,9 @@ class Problem:
         d = self.predictor(theta)
         penalty = 0.5 * ridge_sum * float(theta[self.M : self.M + self.k] @ theta[self.M : self.M + self.k])
         if not self.davidson:
-            e = np.exp(np.negative(np.abs(d, out=self.scratch("e", d.shape)), out=self.scratch("e", d.shape)), out=self.scratch("e", d.shape))
-            q = np.reciprocal(np.add(e, 1.0, out=self.scratch("q", d.shape)), out=self.scratch("q", d.shape))
+            e, q = self.scratch("e", d.shape), self.scratch("q", d.shape)
+            np.exp(np.negative(np.abs(d, out=e), out=e), out=e)  # e^-|d|
+            np.reciprocal(np.add(e, 1.0, out=q), out=q)  # 1 / (1 + e^-|d|)
             s_d = np.multiply(e, q)  # P(a wins) = e/(1 + e) where d < 0 ...
             h_dd = np.multiply(s_d, q)  # p(1 - p) = e / (1 + e)²
             np.copyto(s_d, q, where=d >= 0)  # ... and 1/(1 + e) where d ≥ 0: accurate in both tails
