@@ -30,6 +30,30 @@ def load_battles(
     exclude_models: Sequence[str] | None = None,
 ) -> pl.DataFrame:
     """The battles a command works on. ``sources`` (files) win over ``store``; ``columns=None`` reads all."""
+    frame = collect_parts(load_battle_parts(sources, store, columns, where, models, exclude_models))
+    if frame.height == 0:
+        raise NoDataError("no battles left after filtering")
+    return frame
+
+
+def collect_parts(parts: Sequence[pl.LazyFrame | pl.DataFrame]) -> pl.DataFrame:
+    """Parts of a table as one frame (types widened to one that holds every part's)."""
+    return pl.concat([part.lazy() for part in parts], how="diagonal_relaxed").collect()
+
+
+def load_battle_parts(
+    sources: Sequence[Path] = (),
+    store: Path | None = None,
+    columns: Sequence[str] | None = None,
+    where: str | None = None,
+    models: Sequence[str] | None = None,
+    exclude_models: Sequence[str] | None = None,
+) -> list[pl.LazyFrame]:
+    """The same battles as :func:`load_battles`, filtered, as one lazy frame per store part (all with the same
+    columns), so that a consumer reducing many columns to a few values per battle (a fit's style terms from
+    the per-side counts) holds one part's columns at a time. Files are read (and validated) at once: one part.
+    An empty result is for the consumer to find.
+    """
     condition = where_expression(where) if where else None
     wanted = None
     if columns is not None:
@@ -43,29 +67,29 @@ def load_battles(
         if rejected:
             reasons = result.quarantine["reason"].value_counts(sort=True)
             warn(f"{rejected} row(s) skipped: " + ", ".join(f"{r} {n}" for r, n in reasons.iter_rows()) + " (use `arena ingest` to keep them in a quarantine)")
-        frame = result.battles
+        parts = [result.battles.lazy()]
     else:
         from arena_cli.io.store import Store
 
         opened = Store.open(store)
-        lazy = opened.scan("battles", wanted)
-        if lazy is None:
+        parts = opened.scan_parts("battles", wanted)
+        if not parts:
             raise NoDataError(f"store {opened.root} has no battles yet")
-        frame = lazy.collect()
     if condition is not None:
-        unknown = [c for c in condition.meta.root_names() if c not in frame.columns]
+        names = parts[0].collect_schema().names()
+        unknown = [c for c in condition.meta.root_names() if c not in names]
         if unknown:
-            raise InputError(f"--where names unknown column(s) {unknown}; columns: {', '.join(frame.columns)}")
+            raise InputError(f"--where names unknown column(s) {unknown}; columns: {', '.join(names)}")
         try:
-            frame = frame.filter(condition)
+            for part in parts:  # evaluated here, on its own columns: errors surface now, not mid-command
+                part.select(condition.sum()).collect()
         except Exception as error:
             raise InputError(f"--where {where!r} failed: {error}") from None
+        parts = [part.filter(condition) for part in parts]
     if models:
         keep = pl.Series(list(models)).implode()
-        frame = frame.filter(pl.col("model_a").is_in(keep) & pl.col("model_b").is_in(keep))
+        parts = [part.filter(pl.col("model_a").is_in(keep) & pl.col("model_b").is_in(keep)) for part in parts]
     if exclude_models:
         drop = pl.Series(list(exclude_models)).implode()
-        frame = frame.filter(~pl.col("model_a").is_in(drop) & ~pl.col("model_b").is_in(drop))
-    if frame.height == 0:
-        raise NoDataError("no battles left after filtering")
-    return frame
+        parts = [part.filter(~pl.col("model_a").is_in(drop) & ~pl.col("model_b").is_in(drop)) for part in parts]
+    return parts

@@ -211,3 +211,15 @@ def test_a_fit_from_files_equals_the_fit_from_their_store(tmp_path, votes, case)
     from_store = json.loads(run("--store", store, *options).stdout)["tables"]
     assert from_files == from_store
     assert len(from_files["coefficients"]) == 2
+
+
+def test_a_store_of_several_ingests_fits_like_the_file_they_came_from(tmp_path, votes):
+    """Stored counts are read part by part (each ingest adds parts); clusters and filters span the parts."""
+    frame = pl.read_parquet(votes)
+    store = tmp_path / "store"
+    for i, chunk in enumerate(frame.iter_slices(1500)):
+        chunk.write_parquet(tmp_path / f"chunk{i}.parquet")
+        assert runner.invoke(app, ["ingest", str(tmp_path / f"chunk{i}.parquet"), "--store", str(store)]).exit_code == 0
+    options = ["--style", "both", "--cluster", "judge", "--rounds", "30", "--where", "language = 'German'", "--format", "json"]
+    from_store = json.loads(run("--store", store, *options).stdout)["tables"]
+    assert from_store == json.loads(run(votes, *options).stdout)["tables"]

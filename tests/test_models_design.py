@@ -242,3 +242,32 @@ def test_options_accept_plain_strings_for_choices():
     assert options.anchor == ("m", 1114.0)
     with pytest.raises(InputError, match="ties 'thirds': expected one of half, drop, davidson"):
         FitOptions(ties="thirds")
+
+
+@pytest.mark.parametrize("style", ["none", "both"])
+def test_battles_in_parts_fit_exactly_as_one_frame(style):
+    """A store is read part by part: model codes, clusters and resamples must not depend on where parts split,
+    even when a part lacks some models and the parts order models differently."""
+    from sim_battles import simulate
+
+    from arena_cli.models import fit
+    from arena_cli.models.options import CIMethod
+
+    frame, _ = simulate(3000, 6, seed=4, n_judges=30)
+    frame = frame.with_columns(pl.format("judge-{}", pl.col("judge")).alias("judge"))
+    late = frame["model_a"].is_in(["m0", "m5"]) | frame["model_b"].is_in(["m0", "m5"])
+    parts = [frame.filter(~late).lazy(), frame.filter(late), frame.head(0).lazy()]
+    whole = pl.concat([frame.filter(~late), frame.filter(late)])
+    options = FitOptions(style=style, ci=CIMethod.bootstrap, rounds=20, cluster="judge", workers=1)
+    from_parts, from_whole = fit(parts, options), fit(whole, options)
+    assert from_parts.leaderboard.equals(from_whole.leaderboard)
+    assert from_parts.coefficients.equals(from_whole.coefficients)
+    assert np.array_equal(from_parts.rank_draws, from_whole.rank_draws)
+
+
+def test_no_parts_or_only_empty_ones_is_no_data():
+    with pytest.raises(NoDataError):
+        D.prepare([], FitOptions())
+    empty = pl.DataFrame(schema={"model_a": pl.String, "model_b": pl.String, "outcome": pl.String})
+    with pytest.raises(NoDataError):
+        D.prepare([empty.lazy(), empty], FitOptions())

@@ -166,3 +166,40 @@ def test_store_reads_align_parts_with_different_extra_columns(tmp_path):
     assert battles["tag"].to_list() == ['{"x":1}', "plain"]  # nested extras are kept as JSON text
     assert battles["other"].to_list() == [None, "3"]
     assert store.read("battles", ["battle_id", "other"]).columns == ["battle_id", "other"]
+
+
+def test_the_manifest_keeps_null_counts_and_complete_answers_from_them(tmp_path):
+    store = Store.open(tmp_path / "s", create=True)
+    ingest_to_store(store, [write_jsonl(tmp_path / "a.jsonl", [vote(i, tokens_a=i, tokens_b=2 * i) for i in range(4)])])
+    parts = store.manifest["tables"]["battles"]
+    assert parts[0]["rows"] == 4 and "tokens_a" not in parts[0]["nulls"]
+    assert store.complete("battles", ["tokens_a", "tokens_b"])
+    ingest_to_store(store, [write_jsonl(tmp_path / "b.jsonl", [vote(9, tokens_a=None, tokens_b=3)])])
+    assert store.manifest["tables"]["battles"][1]["nulls"]["tokens_a"] == 1
+    assert not store.complete("battles", ["tokens_a", "tokens_b"]) and store.complete("battles", ["tokens_b"])
+    ingest_to_store(store, [write_jsonl(tmp_path / "c.jsonl", [vote(11)])])  # a part without the columns at all
+    assert not store.complete("battles", ["tokens_b"])
+    assert store.complete("battles", ["model_a"])
+
+
+@pytest.mark.parametrize("nulls", [0, 1])
+def test_complete_reads_parts_whose_manifest_entry_has_no_null_counts(tmp_path, nulls):
+    """Stores written before the manifest kept null counts: the parts are read instead."""
+    store = Store.open(tmp_path / "s", create=True)
+    rows = [vote(i, tokens_a=None if i < nulls else i, tokens_b=i) for i in range(4)]
+    ingest_to_store(store, [write_jsonl(tmp_path / "a.jsonl", rows)])
+    manifest = json.loads((tmp_path / "s" / MANIFEST).read_text())
+    for part in manifest["tables"]["battles"]:
+        del part["nulls"]
+    (tmp_path / "s" / MANIFEST).write_text(json.dumps(manifest))
+    assert Store.open(tmp_path / "s").complete("battles", ["tokens_a", "tokens_b"]) is (nulls == 0)
+
+
+def test_store_parts_share_one_set_of_columns(tmp_path):
+    store = Store.open(tmp_path / "s", create=True)
+    ingest_to_store(store, [write_jsonl(tmp_path / "a.jsonl", [vote(1, tokens_a=5)])])
+    ingest_to_store(store, [write_jsonl(tmp_path / "b.jsonl", [vote(2, other="x")])])
+    parts = [p.collect() for p in store.scan_parts("battles", ["model_a", "tokens_a", "other", "no_such_column"])]
+    assert [p.columns for p in parts] == [["model_a", "tokens_a", "other"]] * 2
+    assert [p["tokens_a"].is_null().to_list() for p in parts] == [[False], [True]]
+    assert [p["other"].to_list() for p in parts] == [[None], ["x"]]

@@ -71,6 +71,7 @@ def matrix_command(
     last, with no prediction.
     """
     from arena_cli.console import warn
+    from arena_cli.dataset import collect_parts
     from arena_cli.matrix import matrix_document, model_order, pairwise_counts, with_predictions
     from arena_cli.models import CIMethod, fit
     from arena_cli.models.inputs import load_fit_battles
@@ -78,8 +79,8 @@ def matrix_command(
 
     options = build_fit_options(style=style, ties=ties, both_bad=both_bad, reweight=reweight, ridge=ridge, compat=compat,
                                 min_battles=min_battles, ci=CIMethod.none).resolved()
-    battles = load_fit_battles(sources or (), store, [options.style], where=where, models=split_list(models),
-                               exclude_models=split_list(exclude_models), recipe=recipe, encoding=encoding)
+    battles = collect_parts(load_fit_battles(sources or (), store, [options.style], where=where, models=split_list(models),
+                                             exclude_models=split_list(exclude_models), recipe=recipe, encoding=encoding))
     result = fit(battles, options)
     for message in result.warnings:
         warn(message)

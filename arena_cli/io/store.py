@@ -6,7 +6,8 @@ the store exactly as before (the old manifest still lists only the old parts) or
 
 Layout::
 
-    STORE/manifest.json            the truth: which part files make up each table
+    STORE/manifest.json            the truth: which part files make up each table, with each part's rows
+                                   and its null count per column (only the columns that have nulls)
     STORE/battles/part-*.parquet   canonical battles (arena_cli.schema.BATTLE_SCHEMA + extra columns)
     STORE/quarantine/part-*.parquet  rejected rows with their reason (QUARANTINE_SCHEMA)
     STORE/features/<key>/part-*.parquet  style features per battle, one folder per (recipe, encoding, version)
@@ -55,7 +56,7 @@ class Transaction:
 
     store: Store
     manifest: dict[str, Any]
-    staged: list[tuple[str, Path, int]] = field(default_factory=list)
+    staged: list[tuple[str, Path, dict[str, Any]]] = field(default_factory=list)
 
     def add(self, table: str, frame: pl.DataFrame) -> None:
         """Stage ``frame`` as a new part of ``table`` (written and fsynced now, published on commit)."""
@@ -65,7 +66,8 @@ class Transaction:
         folder.mkdir(parents=True, exist_ok=True)
         final = folder / f"part-{self.manifest['generation'] + 1:06d}-{uuid.uuid4().hex[:8]}.parquet"
         atomic_write(final, lambda tmp: frame.write_parquet(tmp, compression="zstd", statistics=True))
-        self.staged.append((table, final, frame.height))
+        nulls = {column: count for column, count in zip(frame.columns, frame.null_count().row(0)) if count}
+        self.staged.append((table, final, {"rows": frame.height, "nulls": nulls}))
 
     def log(self, entry: dict[str, Any]) -> None:
         self.manifest.setdefault("ingests", []).append(entry)
@@ -116,16 +118,45 @@ class Store:
     def tables(self) -> list[str]:
         return sorted(self.manifest["tables"])
 
+    def scan_parts(self, table: str, columns: list[str] | None = None) -> list[pl.LazyFrame]:
+        """One lazy frame per part, all with the same columns: those asked for (default: all) that some part
+        has; a part without one reads it as null. Lets a consumer reduce a table part by part."""
+        frames = [pl.scan_parquet(p) for p in self.parts(table)]
+        schemas = [f.collect_schema() for f in frames]
+        union: dict[str, pl.DataType] = {}
+        for schema in schemas:
+            for name, dtype in schema.items():
+                union.setdefault(name, dtype)
+        names = [c for c in (columns if columns is not None else union) if c in union]
+        return [
+            frame.select(pl.col(c) if c in schema else pl.lit(None, union[c]).alias(c) for c in names)
+            for frame, schema in zip(frames, schemas)
+        ]
+
     def scan(self, table: str, columns: list[str] | None = None) -> pl.LazyFrame | None:
         """A lazy frame over the table's parts (None when the table has none). Parts may differ in extra
-        columns; they are aligned by name, missing ones read as null."""
-        parts = self.parts(table)
+        columns and in types; missing columns read as null, types are widened to one that holds all."""
+        parts = self.scan_parts(table, columns)
         if not parts:
             return None
-        frames = [pl.scan_parquet(p) for p in parts]
-        if columns is not None:
-            frames = [f.select([c for c in columns if c in f.collect_schema().names()]) for f in frames]
-        return frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
+        return parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed")
+
+    def complete(self, table: str, columns: list[str]) -> bool:
+        """Whether every row of ``table`` has a value in each of ``columns``. Answered from the null counts the
+        manifest keeps per part and the parts' footers; parts written before it kept them are read."""
+        unknown = []
+        for entry in self.manifest["tables"].get(table, []):
+            path = self.root / entry["path"]
+            if not set(columns) <= set(pl.scan_parquet(path).collect_schema().names()):
+                return False
+            if "nulls" not in entry:
+                unknown.append(pl.scan_parquet(path).select(columns))
+            elif any(entry["nulls"].get(c) for c in columns):
+                return False
+        if not unknown:
+            return True
+        counts = pl.concat(unknown).select(pl.sum_horizontal(pl.col(columns).null_count()))
+        return counts.collect(engine="streaming").item() == 0
 
     def read(self, table: str, columns: list[str] | None = None) -> pl.DataFrame | None:
         lazy = self.scan(table, columns)
@@ -175,8 +206,8 @@ class Store:
             if not tx.staged and tx.manifest == self.manifest:
                 return
             tables = manifest["tables"]
-            for table, path, rows in tx.staged:
-                tables.setdefault(table, []).append({"path": path.relative_to(self.root).as_posix(), "rows": rows})
+            for table, path, counts in tx.staged:
+                tables.setdefault(table, []).append({"path": path.relative_to(self.root).as_posix(), **counts})
             manifest["generation"] += 1
             for folder in {self.root / t for t, _, _ in tx.staged}:
                 fsync_dir(folder)

@@ -9,6 +9,7 @@ with ``np.bincount`` (never a dense n×M one-hot matrix).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -121,7 +122,7 @@ class Design:
 # --------------------------------------------------------------------------------------------- preparation
 
 
-def _style_exprs(frame: pl.DataFrame, terms: tuple[str, ...]) -> tuple[list[pl.Expr], list[pl.Expr]]:
+def _style_exprs(schema: pl.Schema, terms: tuple[str, ...]) -> tuple[list[pl.Expr], list[pl.Expr]]:
     """Per term: its value per battle before standardisation (null where a battle lacks a feature), and
     whether the battle's counts for it are unusable (negative).
 
@@ -134,16 +135,16 @@ def _style_exprs(frame: pl.DataFrame, terms: tuple[str, ...]) -> tuple[list[pl.E
     for term in terms:
         pairs = [side_columns(m) for m in STYLE_GROUPS.get(term, (term,))]
         columns = [c for pair in pairs for c in pair]
-        if all(c in frame.columns for c in columns):
+        if all(c in schema for c in columns):
             for column in columns:
-                if not frame.schema[column].is_numeric():
-                    raise InputError(f"style feature {term!r}: column {column!r} is {frame.schema[column]}, not numeric")
+                if not schema[column].is_numeric():
+                    raise InputError(f"style feature {term!r}: column {column!r} is {schema[column]}, not numeric")
             side_a, side_b = (pl.sum_horizontal([pl.col(p[side]) for p in pairs], ignore_nulls=False).cast(pl.Float64) for side in (0, 1))
             values.append((side_a - side_b) / (side_a + side_b + 1.0))
             negative.append((side_a < 0) | (side_b < 0))
-        elif term in frame.columns and term not in STYLE_GROUPS:
-            if not frame.schema[term].is_numeric():
-                raise InputError(f"style covariate {term!r} is {frame.schema[term]}, not numeric")
+        elif term in schema and term not in STYLE_GROUPS:
+            if not schema[term].is_numeric():
+                raise InputError(f"style covariate {term!r} is {schema[term]}, not numeric")
             values.append(pl.col(term).cast(pl.Float64))
             negative.append(pl.lit(False))
         else:
@@ -155,44 +156,53 @@ def _style_exprs(frame: pl.DataFrame, terms: tuple[str, ...]) -> tuple[list[pl.E
     return values, negative
 
 
-#: Outcome labels -> codes; DROP marks votes left out by --ties drop / --both-bad drop.
-DROP, UNKNOWN = -2, -1
+#: Outcome codes beyond the three outcomes: DROP marks votes left out by --ties drop / --both-bad drop,
+#: UNKNOWN a label that is not an outcome, MISSING no outcome at all.
+DROP, UNKNOWN, MISSING = -2, -1, -3
 
 
 def _outcome_expr(options: FitOptions) -> pl.Expr:
     tie = DROP if options.ties is Ties.drop else TIE
     both_bad = DROP if options.both_bad is BothBad.drop else tie
     mapping = {"model_a": A_WINS, "model_b": B_WINS, "tie": tie, "both_bad": both_bad}
-    return pl.col("outcome").cast(pl.String).replace_strict(mapping, default=UNKNOWN, return_dtype=pl.Int8)
+    code = pl.col("outcome").cast(pl.String).replace_strict(mapping, default=UNKNOWN, return_dtype=pl.Int8)
+    return pl.when(pl.col("outcome").is_null()).then(pl.lit(MISSING, pl.Int8)).otherwise(code)
 
 
-def _encode(frame: pl.DataFrame, options: FitOptions, terms: tuple[str, ...]):
-    """Every per-battle string is looked at once, in one parallel polars pass: model and outcome codes, the
-    style columns and the cluster codes as numpy arrays."""
+#: Battles: one frame, or the parts of one table (same columns), which are read and reduced one at a time.
+Battles = pl.DataFrame | pl.LazyFrame | Sequence[pl.DataFrame | pl.LazyFrame]
+
+
+def _encode(battles: Battles, options: FitOptions, terms: tuple[str, ...]):
+    """Every per-battle value is computed in one polars pass over each part: model codes, outcome codes, the
+    style terms and the cluster values, then numpy arrays. Only these are ever held whole, never the columns
+    they come from (a store's per-side counts are read and reduced part by part)."""
+    parts = [battles.lazy()] if isinstance(battles, (pl.DataFrame, pl.LazyFrame)) else [part.lazy() for part in battles]
+    if not parts:
+        raise NoDataError("no battles to fit")
+    schema = parts[0].collect_schema()
     for column in ("model_a", "model_b", "outcome"):
-        if column not in frame.columns:
-            raise InputError(f"battles have no {column!r} column (columns: {', '.join(frame.columns)})")
-    if options.cluster and options.cluster not in frame.columns:
-        raise InputError(f"--cluster {options.cluster!r}: no such column (columns: {', '.join(frame.columns)})")
-    style, negative = _style_exprs(frame, terms)
-    seen = frame.select(
-        pl.col("model_a").cast(pl.String).unique().implode(),
-        pl.col("model_b").cast(pl.String).unique().implode(),
-        pl.any_horizontal(pl.col("model_a", "model_b", "outcome").is_null().any()).alias("null"),
-    ).row(0)
-    if seen[2]:
-        raise InputError("some battles have no model_a, model_b or outcome")
-    names = sorted(set(seen[0]) | set(seen[1]))
-    enum = pl.Enum(names)
+        if column not in schema:
+            raise InputError(f"battles have no {column!r} column (columns: {', '.join(schema)})")
+    if options.cluster and options.cluster not in schema:
+        raise InputError(f"--cluster {options.cluster!r}: no such column (columns: {', '.join(schema)})")
+    style, negative = _style_exprs(schema, terms)
     styled = [f"_style{i}" for i in range(len(style))]
-    encoded = frame.select(
-        pl.col("model_a").cast(pl.String).cast(enum).to_physical().cast(pl.Int64).alias("_a"),
-        pl.col("model_b").cast(pl.String).cast(enum).to_physical().cast(pl.Int64).alias("_b"),
+    query = [
+        # global categories: a model has the same code in both columns and every part, so each name is hashed once
+        pl.col("model_a").cast(pl.String).cast(pl.Categorical).alias("_a"),
+        pl.col("model_b").cast(pl.String).cast(pl.Categorical).alias("_b"),
         _outcome_expr(options).alias("_outcome"),
-        *([pl.col(options.cluster).rank("dense").fill_null(0).cast(pl.Int64).alias("_cluster")] if options.cluster else []),
+        *([pl.col(options.cluster).alias("_cluster")] if options.cluster else []),
         *(value.alias(name) for value, name in zip(style, styled)),
         *(check.alias(f"_negative{i}") for i, check in enumerate(negative)),
-    )
+    ]
+    encoded = pl.concat([part.select(query).collect() for part in parts], how="vertical_relaxed", rechunk=False)
+    if encoded.height == 0:
+        raise NoDataError("no battles left after filtering")
+    outcome = encoded["_outcome"].to_numpy()
+    if encoded["_a"].null_count() or encoded["_b"].null_count() or (outcome == MISSING).any():
+        raise InputError("some battles have no model_a, model_b or outcome")
     flags = encoded.select(pl.col(f"_negative{i}").any() for i in range(len(negative))).row(0) if negative else ()
     for term, is_negative in zip(terms, flags):
         if is_negative:
@@ -200,20 +210,31 @@ def _encode(frame: pl.DataFrame, options: FitOptions, terms: tuple[str, ...]):
                 f"style feature {term!r}: negative per-side values; the (a - b)/(a + b + 1) transform needs counts. "
                 f"Give a signed covariate as one battle-level column instead (e.g. {term}_diff)."
             )
-    outcome = encoded["_outcome"].to_numpy()
     if (outcome == UNKNOWN).any():
-        labels = sorted(frame["outcome"].filter(pl.Series(outcome == UNKNOWN)).cast(pl.String).unique().to_list())
+        unknown = [part.filter(_outcome_expr(options) == UNKNOWN).select(pl.col("outcome").cast(pl.String)) for part in parts]
+        labels = pl.concat(unknown).unique().collect()
         raise InputError(
-            f"{int((outcome == UNKNOWN).sum())} battle(s) have an unknown outcome {labels[:5]}; expected model_a, model_b, tie, both_bad"
+            f"{int((outcome == UNKNOWN).sum())} battle(s) have an unknown outcome {sorted(labels.to_series().to_list())[:5]}; "
+            "expected model_a, model_b, tie, both_bad"
         )
-    a, b = encoded["_a"].to_numpy(), encoded["_b"].to_numpy()
+    names, (a, b) = _model_codes(encoded["_a"], encoded["_b"])
     if not terms and not options.cluster:
         a, b, outcome, count = _aggregate(a, b, outcome, len(names))
         return names, a, b, outcome, count, np.zeros((0, a.size)), None
     # (battles, k) in column-major order is the (k, battles) row-major array the solvers use, in one copy
-    X = np.require(encoded.select(styled).to_numpy().T, requirements=["C", "W"]) if style else np.zeros((0, frame.height))
-    cluster = _alone_clusters(encoded["_cluster"].to_numpy()) if options.cluster else None
+    X = np.require(encoded.select(styled).to_numpy().T, requirements=["C", "W"]) if style else np.zeros((0, encoded.height))
+    cluster = _alone_clusters(encoded["_cluster"].rank("dense").fill_null(0).cast(pl.Int64).to_numpy()) if options.cluster else None
     return names, a, b, outcome, np.ones(a.size), X, cluster
+
+
+def _model_codes(*columns: pl.Series) -> tuple[list[str], list[np.ndarray]]:
+    """Sorted model names, and each categorical column as indices into them (a lookup on the category codes,
+    never a second pass over the names)."""
+    names = sorted({name for column in columns for name in column.unique().to_list()})
+    codes = pl.Series(names, dtype=pl.String).cast(pl.Categorical).to_physical().to_numpy()
+    lookup = np.zeros(int(codes.max(initial=0)) + 1, dtype=np.int64)
+    lookup[codes] = np.arange(len(names))
+    return names, [lookup[column.to_physical().to_numpy()] for column in columns]
 
 
 #: Key spaces up to this size are tabulated with ``np.bincount`` (one pass); larger ones are sorted.
@@ -237,11 +258,11 @@ def _aggregate(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int,
     return pair // n_models, pair % n_models, (unique % codes + DROP).astype(np.int8), total.astype(np.float64)
 
 
-def prepare(frame: pl.DataFrame, options: FitOptions) -> Prepared:
+def prepare(battles: Battles, options: FitOptions) -> Prepared:
     """Validate, encode and filter battles; exclude models without a finite MLE (with the reason)."""
     options = options.resolved()
     terms = parse_style(options.style)
-    names, a, b, outcome, count, X, cluster = _encode(frame, options, terms)
+    names, a, b, outcome, count, X, cluster = _encode(battles, options, terms)
     warnings: list[str] = []
 
     counted = outcome != DROP

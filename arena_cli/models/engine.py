@@ -18,13 +18,14 @@ from arena_cli.models.solvers import Problem, Solution, newton, statsmodels_fit
 Progress = Callable[[int, int], None]
 
 
-def fit(battles: pl.DataFrame, options: FitOptions = FitOptions(), *, on_progress: Progress | None = None) -> FitResult:
-    """Fit one leaderboard. ``battles`` has ``model_a, model_b, outcome`` plus the columns the style needs."""
+def fit(battles: designs.Battles, options: FitOptions = FitOptions(), *, on_progress: Progress | None = None) -> FitResult:
+    """Fit one leaderboard. ``battles`` (a frame, or the parts of one) has ``model_a, model_b, outcome`` plus
+    the columns the style needs; lazy frames are read once, keeping only what the fit uses."""
     return fit_variants(battles, {options.style: options.style}, options, on_progress=on_progress)[options.style]
 
 
 def fit_variants(
-    battles: pl.DataFrame,
+    battles: designs.Battles,
     variants: Mapping[str, str],
     options: FitOptions = FitOptions(),
     *,
@@ -54,7 +55,7 @@ class _VariantFit:
     solution: Solution
 
 
-def _fit_variants(battles: pl.DataFrame, variants: Mapping[str, str], options: FitOptions, on_progress: Progress | None) -> dict[str, FitResult]:
+def _fit_variants(battles: designs.Battles, variants: Mapping[str, str], options: FitOptions, on_progress: Progress | None) -> dict[str, FitResult]:
     union = tuple(dict.fromkeys(t for spec in variants.values() for t in parse_style(spec)))
     base = dataclasses.replace(options, style=",".join(union) if union else "none").resolved()
     prepared = designs.prepare(battles, base)

@@ -37,11 +37,14 @@ def load_fit_battles(
     exclude_models: Sequence[str] | None = None,
     recipe: str = "default",
     encoding: str = "cl100k_base",
-) -> pl.DataFrame:
-    """Battles for fitting every style spec in ``styles`` (one for ``arena fit``, several for variants)."""
-    from arena_cli.dataset import load_battles
+) -> list[pl.LazyFrame]:
+    """Battles for fitting every style spec in ``styles`` (one for ``arena fit``, several for variants), in
+    parts: one per store part when nothing needs computing (a store whose counts are complete), so that the
+    fit reads the per-side counts part by part and never holds them whole; else one.
+    """
+    from arena_cli.dataset import load_battle_parts, load_battles
     from arena_cli.features.registry import side_columns
-    from arena_cli.io.store import default_store_path
+    from arena_cli.io.store import Store, default_store_path
     from arena_cli.schema import META_COLUMNS
 
     if not sources and store is None:
@@ -53,33 +56,28 @@ def load_fit_battles(
     columns = ["model_a", "model_b", "outcome", *([cluster] if cluster else [])]
     columns += [c for t in covariates for c in (t, *side_columns(t))]
     feature_columns = [c for f in features for c in side_columns(f)]
+    computed = False  # whether some counts may have to be computed (or come from the features cache)
     if features:
         columns += feature_columns
         if sources:
             # features are computed from the files' texts or LMArena metadata (ids are not needed: see below)
             columns += ["conversation_a", "conversation_b", *META_COLUMNS]
-        elif not _stored(store, feature_columns):
-            columns += ["battle_id", "content_hash"]  # cached or computed from the store's own texts
-    battles = load_battles(sources, store, columns=columns, where=where, models=models, exclude_models=exclude_models)
-    if features and not _complete(battles, feature_columns):
-        from arena_cli.features import attach_features
+            computed = True
+        elif not Store.open(store).complete("battles", feature_columns):
+            columns += ["battle_id", "content_hash"]  # cached, or computed from the store's own texts
+            computed = True
+    filters = {"where": where, "models": models, "exclude_models": exclude_models}
+    if not computed:
+        return load_battle_parts(sources, store, columns=columns, **filters)
+    battles = load_battles(sources, store, columns=columns, **filters)
+    if _complete(battles, feature_columns):
+        return [battles.lazy()]
+    from arena_cli.features import attach_features
 
-        if sources:  # battles read from files are matched to their computed features by position
-            keyed = battles.with_columns(pl.int_range(pl.len()).cast(pl.String).alias("battle_id"))
-            return attach_features(keyed, recipe=recipe, encoding=encoding).drop("battle_id")
-        if "battle_id" not in battles.columns:  # stored counts with gaps: fill them like any other battles
-            columns += ["battle_id", "content_hash"]
-            battles = load_battles(sources, store, columns=columns, where=where, models=models, exclude_models=exclude_models)
-        battles = attach_features(battles, store=store, recipe=recipe, encoding=encoding)
-    return battles
-
-
-def _stored(store: Path | None, columns: list[str]) -> bool:
-    """Whether the store's battles carry these columns themselves (votes ingested with precomputed counts)."""
-    from arena_cli.io.store import Store
-
-    lazy = Store.open(store).scan("battles")
-    return lazy is not None and set(columns) <= set(lazy.collect_schema().names())
+    if sources:  # battles read from files are matched to their computed features by position
+        keyed = battles.with_columns(pl.int_range(pl.len()).cast(pl.String).alias("battle_id"))
+        return [attach_features(keyed, recipe=recipe, encoding=encoding).drop("battle_id").lazy()]
+    return [attach_features(battles, store=store, recipe=recipe, encoding=encoding).lazy()]
 
 
 def _complete(battles: pl.DataFrame, columns: list[str]) -> bool:
