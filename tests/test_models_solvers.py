@@ -111,3 +111,26 @@ def test_davidson_recovers_the_tie_parameter():
     assert np.exp(solution.theta[-1]) == pytest.approx(0.6, rel=0.05)
     order = [truth.models.index(m) for m in prepared.models]
     np.testing.assert_allclose(solution.theta[: problem.M], truth.beta[order], atol=0.05)
+
+
+@pytest.mark.parametrize("ties", [Ties.half, Ties.davidson])
+def test_blocked_evaluation_equals_one_block(battles, ties, monkeypatch):
+    """Per-row terms and the information are computed in blocks of rows; block edges change nothing."""
+    import arena_cli.models.solvers as S
+
+    options = FitOptions(style="length,header", ties=ties).resolved()
+    prepared = D.prepare(battles, options)
+    design = D.design(prepared, D.cells(prepared))
+    theta = np.random.default_rng(1).normal(size=prepared.n_models + 2 + int(ties is Ties.davidson))
+    count = np.random.default_rng(2).poisson(1.0, design.n_rows).astype(float)
+
+    def evaluate():
+        problem = Problem(design, davidson=ties is Ties.davidson, ridge=0.01)
+        terms = problem.terms(theta, count, problem.ridge_sum(count))
+        return terms.objective, problem.gradient(theta, terms, count, 1.0), problem.information(terms, count, 1.0)
+
+    whole = evaluate()
+    monkeypatch.setattr(S, "CHUNK", 37)
+    assert design.n_rows > 10 * 37
+    for blocked, single in zip(evaluate(), whole):
+        np.testing.assert_allclose(blocked, single, rtol=1e-12, atol=1e-9)

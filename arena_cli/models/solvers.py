@@ -19,6 +19,7 @@ the engine keeps single-threaded (``arena_cli.models.blas``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -74,12 +75,19 @@ class Problem:
             array = self._scratch[name] = np.empty(shape)
         return array
 
+    def chunks(self) -> Iterator[slice]:
+        """Rows in blocks of ``CHUNK``: per-row temporaries live in a few cache-sized work arrays, not in
+        arrays as long as the battles."""
+        n = self.design.n_rows
+        return (slice(start, min(start + CHUNK, n)) for start in range(0, n, CHUNK))
+
     # -- per-row terms ----------------------------------------------------------------------------------
-    def predictor(self, theta: np.ndarray) -> np.ndarray:
+    def predictor(self, theta: np.ndarray, rows: slice = slice(None), out: np.ndarray | None = None) -> np.ndarray:
+        """d = β_a − β_b + γ·x for ``rows``."""
         beta = theta[: self.M]
-        d = (beta[self.design.pair_a] - beta[self.design.pair_b])[self.design.row_pair]
+        d = np.take(beta[self.design.pair_a] - beta[self.design.pair_b], self.design.row_pair[rows], out=out)
         if self.k:
-            d += np.dot(theta[self.M : self.M + self.k], self.design.X, out=self.scratch("style", d.shape))
+            d += np.dot(theta[self.M : self.M + self.k], self.design.X[:, rows], out=self.scratch("style", (CHUNK,))[: d.size])
         return d
 
     def ridge_sum(self, count: np.ndarray) -> float:
@@ -89,22 +97,30 @@ class Problem:
     def terms(self, theta: np.ndarray, cw: np.ndarray, ridge_sum: float, objective: bool = True) -> _RowTerms:
         """Per-row terms at θ; ``objective=False`` skips the log-likelihood (NaN), 40% of the cost, when no line
         search needs it."""
-        d = self.predictor(theta)
         penalty = 0.5 * ridge_sum * float(theta[self.M : self.M + self.k] @ theta[self.M : self.M + self.k])
-        if not self.davidson:
-            e, q = self.scratch("e", d.shape), self.scratch("q", d.shape)
+        if self.davidson:
+            return self._davidson_terms(theta, cw, penalty)
+        s_d, h_dd = np.empty(self.design.n_rows), np.empty(self.design.n_rows)
+        value = 0.0 if objective else np.nan
+        for rows in self.chunks():
+            m = rows.stop - rows.start
+            d = self.predictor(theta, rows, out=self.scratch("d", (CHUNK,))[:m])
+            e, q = self.scratch("e", (CHUNK,))[:m], self.scratch("q", (CHUNK,))[:m]
+            s, h, y = s_d[rows], h_dd[rows], self.y[rows]
             np.exp(np.negative(np.abs(d, out=e), out=e), out=e)  # e^-|d|
             np.reciprocal(np.add(e, 1.0, out=q), out=q)  # 1 / (1 + e^-|d|)
-            s_d = np.multiply(e, q)  # P(a wins) = e/(1 + e) where d < 0 ...
-            h_dd = np.multiply(s_d, q)  # p(1 - p) = e / (1 + e)²
-            np.copyto(s_d, q, where=d >= 0)  # ... and 1/(1 + e) where d ≥ 0: accurate in both tails
-            np.subtract(self.y, s_d, out=s_d)  # the score y - p
-            value = np.nan
+            np.multiply(e, q, out=s)  # P(a wins) = e/(1 + e) where d < 0 ...
+            np.multiply(s, q, out=h)  # p(1 - p) = e / (1 + e)²
+            np.copyto(s, q, where=d >= 0)  # ... and 1/(1 + e) where d ≥ 0: accurate in both tails
+            np.subtract(y, s, out=s)  # the score y - p
             if objective:
                 softplus = np.log1p(e, out=e)
                 softplus += np.maximum(d, 0.0, out=q)
-                value = float(cw @ np.subtract(np.multiply(self.y, d, out=q), softplus, out=q)) - penalty
-            return _RowTerms(value, s_d, h_dd)
+                value += float(cw[rows] @ np.subtract(np.multiply(y, d, out=q), softplus, out=q))
+        return _RowTerms(value - penalty, s_d, h_dd)
+
+    def _davidson_terms(self, theta: np.ndarray, cw: np.ndarray, penalty: float) -> _RowTerms:
+        d = np.concatenate([self.predictor(theta, rows) for rows in self.chunks()]) if self.design.n_rows else np.zeros(0)
         tau = theta[-1]
         half = 0.5 * d
         m = np.maximum(np.abs(half), tau)
@@ -125,7 +141,9 @@ class Problem:
     # -- assembly ---------------------------------------------------------------------------------------
     def _model_sums(self, per_row: np.ndarray) -> np.ndarray:
         """Σ over rows with model m as a minus Σ with m as b: the β-part of a per-row quantity."""
-        per_pair = np.bincount(self.design.row_pair, per_row, minlength=self.n_pairs)
+        return self._pair_sums_by_model(np.bincount(self.design.row_pair, per_row, minlength=self.n_pairs))
+
+    def _pair_sums_by_model(self, per_pair: np.ndarray) -> np.ndarray:
         return np.bincount(self.design.pair_a, per_pair, minlength=self.M) - np.bincount(self.design.pair_b, per_pair, minlength=self.M)
 
     def vector(self, w_d: np.ndarray, w_t: np.ndarray | None) -> np.ndarray:
@@ -152,11 +170,17 @@ class Problem:
         block[np.diag_indices(M)] += W.sum(axis=0) + W.sum(axis=1)
         out[:M, :M] = block
         if k:
-            weighted = np.multiply(self.design.X, w_dd, out=self.scratch("weighted", self.design.X.shape))
-            cross = np.stack([self._model_sums(weighted[j]) for j in range(k)], axis=1)
+            X, row_pair = self.design.X, self.design.row_pair
+            per_pair_cross, gram = np.zeros((k, self.n_pairs)), np.zeros((k, k))
+            for rows in self.chunks():
+                weighted = np.multiply(X[:, rows], w_dd[rows], out=self.scratch("weighted", (k, CHUNK))[:, : rows.stop - rows.start])
+                for j in range(k):
+                    per_pair_cross[j] += np.bincount(row_pair[rows], weighted[j], minlength=self.n_pairs)
+                gram += weighted @ X[:, rows].T
+            cross = np.stack([self._pair_sums_by_model(per_pair) for per_pair in per_pair_cross], axis=1)
             out[:M, M : M + k] = cross
             out[M : M + k, :M] = cross.T
-            out[M : M + k, M : M + k] = weighted @ self.design.X.T
+            out[M : M + k, M : M + k] = gram
         if self.davidson:
             bt = self._model_sums(w_dt)
             out[:M, -1] = out[-1, :M] = bt
@@ -256,6 +280,8 @@ def newton(
     return Solution(theta=theta, iterations=iteration, terms=terms)
 
 
+#: Rows per block of the per-row computations (2 MB per work array).
+CHUNK = 1 << 18
 #: A Newton step moving no parameter by more than this (log-odds) is taken in full without a line search.
 TRUSTED_STEP = 0.05
 #: How far below ``tol`` the predicted next step must be to stop before taking it.
