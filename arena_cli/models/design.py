@@ -164,13 +164,10 @@ DROP, UNKNOWN, MISSING = -2, -1, -3
 def _outcome_expr(options: FitOptions) -> pl.Expr:
     tie = DROP if options.ties is Ties.drop else TIE
     both_bad = DROP if options.both_bad is BothBad.drop else tie
+    from arena_cli.exprs import lookup
+
     mapping = {"model_a": A_WINS, "model_b": B_WINS, "tie": tie, "both_bad": both_bad, None: MISSING}
-    # comparisons with short literals are a few times faster than a hash lookup (replace_strict) per vote
-    label = pl.col("outcome").cast(pl.String)
-    code = pl.lit(UNKNOWN, pl.Int8)
-    for value, target in mapping.items():
-        code = pl.when(label.is_null() if value is None else label == value).then(pl.lit(target, pl.Int8)).otherwise(code)
-    return code
+    return lookup(pl.col("outcome").cast(pl.String), mapping, UNKNOWN, pl.Int8)
 
 
 #: Battles: one frame, or the parts of one table (same columns), which are read and reduced one at a time.

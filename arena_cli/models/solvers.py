@@ -75,11 +75,11 @@ class Problem:
             array = self._scratch[name] = np.empty(shape)
         return array
 
-    def chunks(self) -> Iterator[slice]:
-        """Rows in blocks of ``CHUNK``: per-row temporaries live in a few cache-sized work arrays, not in
-        arrays as long as the battles."""
-        n = self.design.n_rows
-        return (slice(start, min(start + CHUNK, n)) for start in range(0, n, CHUNK))
+    def chunks(self, size: int | None = None) -> Iterator[slice]:
+        """Rows in blocks of ``size`` (default ``CHUNK``): per-row temporaries live in a few cache-sized work
+        arrays, not in arrays as long as the battles."""
+        n, size = self.design.n_rows, size or CHUNK
+        return (slice(start, min(start + size, n)) for start in range(0, n, size))
 
     # -- per-row terms ----------------------------------------------------------------------------------
     def predictor(self, theta: np.ndarray, rows: slice = slice(None), out: np.ndarray | None = None) -> np.ndarray:
@@ -172,8 +172,9 @@ class Problem:
         if k:
             X, row_pair = self.design.X, self.design.row_pair
             per_pair_cross, gram = np.zeros((k, self.n_pairs)), np.zeros((k, k))
-            for rows in self.chunks():
-                weighted = np.multiply(X[:, rows], w_dd[rows], out=self.scratch("weighted", (k, CHUNK))[:, : rows.stop - rows.start])
+            size = max(CHUNK, 8 * self.n_pairs)  # each block's per-pair sums cost a pass over all pairs
+            for rows in self.chunks(size):
+                weighted = np.multiply(X[:, rows], w_dd[rows], out=self.scratch("weighted", (k, size))[:, : rows.stop - rows.start])
                 for j in range(k):
                     per_pair_cross[j] += np.bincount(row_pair[rows], weighted[j], minlength=self.n_pairs)
                 gram += weighted @ X[:, rows].T

@@ -1,0 +1,27 @@
+"""Polars expressions shared by the ingest and the fit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+#: Up to this many keys, :func:`lookup` compares with literals instead of hashing every row.
+FEW_KEYS = 16
+
+
+def lookup(expr: pl.Expr, mapping: Mapping[Any, Any], default: Any, dtype: pl.DataType) -> pl.Expr:
+    """``mapping[value]`` per row, ``default`` for values it lacks; a ``None`` key maps nulls.
+
+    Why: columns such as winner labels hold a handful of distinct values, and comparing every row with a
+    few short literals is several times faster than a hash lookup per row (``replace_strict``).
+    """
+    if len(mapping) > FEW_KEYS:
+        present = {k: v for k, v in mapping.items() if k is not None}
+        hashed = expr.replace_strict(list(present), list(present.values()), default=pl.lit(default, dtype), return_dtype=dtype)
+        return pl.when(expr.is_null()).then(pl.lit(mapping.get(None, default), dtype)).otherwise(hashed)
+    result = pl.when(expr.is_null()).then(pl.lit(default, dtype)).otherwise(pl.lit(default, dtype))  # one per row, not a scalar
+    for key, value in mapping.items():
+        result = pl.when(expr.is_null() if key is None else expr == key).then(pl.lit(value, dtype)).otherwise(result)
+    return result
