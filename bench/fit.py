@@ -153,18 +153,28 @@ def fastchat_main(path: str, style: str, out: str) -> None:
 
 
 def timed(command: list[str], repeat: int = 1) -> tuple[float, float]:
-    """(median wall seconds, largest peak RSS in MB) of ``repeat`` runs of one whole process: on a shared
-    machine a single run can be off by half; the median of a few is not."""
-    walls, peaks = [], []
+    """(median wall seconds, largest peak RSS in MB) of ``repeat`` runs of one whole process."""
+    return timed_in_turn({"command": command}, repeat)["command"]
+
+
+def timed_in_turn(commands: dict[str, list[str]], repeat: int) -> dict[str, tuple[float, float]]:
+    """Per command: (median wall seconds, largest peak RSS in MB) of ``repeat`` runs of the whole process.
+
+    The commands run in turn (A B C A B C ...), so that a machine whose speed drifts (a shared host, memory
+    the host reclaims between runs) weighs on every tool alike; on such a machine a single run can be off
+    by half, the median of a few is not."""
+    walls: dict[str, list[float]] = {name: [] for name in commands}
+    peaks: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(repeat):
-        with tempfile.NamedTemporaryFile("r", suffix=".time") as stats:
-            run = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", stats.name, *command], capture_output=True, text=True)
-            if run.returncode != 0:
-                raise RuntimeError(f"{' '.join(command)} failed:\n{run.stderr[-2000:]}")
-            seconds, kilobytes = Path(stats.name).read_text().split()[-2:]
-        walls.append(float(seconds))
-        peaks.append(float(kilobytes) / 1024.0)
-    return statistics.median(walls), max(peaks)
+        for name, command in commands.items():
+            with tempfile.NamedTemporaryFile("r", suffix=".time") as stats:
+                run = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", stats.name, *command], capture_output=True, text=True)
+                if run.returncode != 0:
+                    raise RuntimeError(f"{' '.join(command)} failed:\n{run.stderr[-2000:]}")
+                seconds, kilobytes = Path(stats.name).read_text().split()[-2:]
+            walls[name].append(float(seconds))
+            peaks[name].append(float(kilobytes) / 1024.0)
+    return {name: (statistics.median(walls[name]), max(peaks[name])) for name in commands}
 
 
 def scores_of(path: Path) -> dict[str, float]:
@@ -201,23 +211,23 @@ def bench_fits(args, workdir: Path) -> list[dict]:
             for style in ("none", "both"):
                 arrays = load_arrays(path, style)
                 reference = dict(zip(arrays[0], lbfgs_fit(style, *arrays, gtol=1e-11, maxiter=20000) - 1000.0))
+                del arrays  # the timed processes get the memory
                 runs = {
                     "arena fit (store)": [ARENA, "fit", "--store", str(store)],
                     "arena fit (file)": [ARENA, "fit", str(path)] if n <= args.file_limit else None,
                     "arena-rank 0.1.1": [args.arena_rank_python, str(workdir / "arena_rank_fit.py"), str(path), style] if Path(args.arena_rank_python).exists() else None,
                     "FastChat-style L-BFGS": [sys.executable, __file__, "--fastchat", str(path), style],
                 }
-                for tool, command in runs.items():
+                outputs = {}
+                for tool, command in list(runs.items()):
                     if command is None:
+                        del runs[tool]
                         continue
-                    if tool.startswith("arena fit"):
-                        out = workdir / "out.json"
-                        command = [*command, "--style", style, "--compat", "arena-rank", "-o", str(out)]
-                    else:
-                        out = workdir / "out.csv"
-                        command = [*command, str(out)]
-                    seconds, rss = timed(command, args.repeat)
-                    gap = max_gap(scores_of(out), reference)
+                    out = workdir / (f"out-{len(outputs)}.json" if tool.startswith("arena fit") else f"out-{len(outputs)}.csv")
+                    extra = ["--style", style, "--compat", "arena-rank", "-o", str(out)] if tool.startswith("arena fit") else [str(out)]
+                    runs[tool], outputs[tool] = [*command, *extra], out
+                for tool, (seconds, rss) in timed_in_turn(runs, args.repeat).items():
+                    gap = max_gap(scores_of(outputs[tool]), reference)
                     row = {"votes": n, "models": n_models, "style": style, "tool": tool, "seconds": seconds, "rss_mb": rss, "max_score_diff": gap}
                     print(json.dumps(row), flush=True)
                     rows.append(row)
