@@ -13,7 +13,7 @@ import io
 import json
 
 import polars as pl
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from arena_cli.io.export import export_table
@@ -193,3 +193,30 @@ def test_content_text_fast_members_equal_the_json_encoder(data):
         assert ingest._content_text(frame).to_list() == fast.to_list()
     finally:
         ingest._PLAIN_NAME = original
+
+
+names = st.sampled_from(["m1", "m2", " m1", "m2 ", "", "  ", None])
+winner_labels = st.sampled_from(["model_a", "model_b", "tie", "both_bad", "Model_A", " tie", "", "nobody", None])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(names, names, winner_labels), min_size=1, max_size=12))
+@example([("m1", "m2", "model_a"), ("m2", "m1", "tie"), ("m1", "m2", None)])
+@example([("m1", "m2", "model_a"), ("m2", "", "tie"), ("m1", "m2 ", "Model_A")])
+def test_parquet_rows_are_checked_per_distinct_value_exactly_as_per_row(tmp_path, rows):
+    """Model names and winner labels are validated once per distinct value, and used as they are when all are
+    clean: the battles and rejections equal those of validating every row."""
+    import arena_cli.io.ingest as ingest
+
+    path = tmp_path / "votes.parquet"
+    pl.DataFrame(rows, schema={"model_a": pl.String, "model_b": pl.String, "winner": pl.String}, orient="row").write_parquet(path)
+    fast = read_sources([path])
+    original = ingest._clean_text, ingest._outcomes
+    ingest._clean_text = lambda batch, column: ingest._text(column, batch.schema[column])
+    ingest._outcomes = lambda batch, column, label, labels: label.str.to_lowercase().replace_strict(labels, default=None, return_dtype=pl.String)
+    try:
+        slow = read_sources([path])
+    finally:
+        ingest._clean_text, ingest._outcomes = original
+    assert fast.battles.equals(slow.battles)
+    assert fast.quarantine.equals(slow.quarantine)

@@ -255,7 +255,7 @@ def newton(
     if terms0 is not None and active.all():
         terms = replace(terms0, objective=np.nan)  # the objective depends on the counts: recomputed if needed
     else:
-        terms = problem.terms(theta, cw, ridge_sum)
+        terms = problem.terms(theta, cw, ridge_sum, objective=False)  # computed if a line search needs it
     previous = 0.0  # size of the previous full step (0: none yet, no prediction)
     for iteration in range(1, max_iter + 1):
         g = problem.gradient(theta, terms, cw, ridge_sum)
