@@ -5,12 +5,15 @@ Reads only the columns a command needs, plus those its ``--where`` expression na
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import polars as pl
 
 from arena_cli.errors import InputError, NoDataError
+
+#: A table or one part of it, read or to be read.
+Frame = pl.DataFrame | pl.LazyFrame
 
 
 def where_expression(where: str) -> pl.Expr:
@@ -36,7 +39,7 @@ def load_battles(
     return frame
 
 
-def collect_parts(parts: Sequence[pl.LazyFrame | pl.DataFrame]) -> pl.DataFrame:
+def collect_parts(parts: Sequence[Frame]) -> pl.DataFrame:
     """Parts of a table as one frame (types widened to one that holds every part's)."""
     return pl.concat([part.lazy() for part in parts], how="diagonal_relaxed").collect()
 
@@ -48,48 +51,55 @@ def load_battle_parts(
     where: str | None = None,
     models: Sequence[str] | None = None,
     exclude_models: Sequence[str] | None = None,
-) -> list[pl.LazyFrame]:
-    """The same battles as :func:`load_battles`, filtered, as one lazy frame per store part (all with the same
-    columns), so that a consumer reducing many columns to a few values per battle (a fit's style terms from
-    the per-side counts) holds one part's columns at a time. Files are read (and validated) at once: one part.
-    An empty result is for the consumer to find.
+    reduce: Callable[[Frame], Frame] | None = None,
+) -> list[Frame]:
+    """The same battles as :func:`load_battles`, filtered, in parts: one lazy frame per store part (all with
+    the same columns), or one frame read (and validated) from the files. An empty result is for the
+    consumer to find.
+
+    ``reduce``: a row-wise projection of the filtered battles (a fit's few values per battle from many
+    columns), applied part by part and, for files, batch by batch as they are read, so that only its result
+    is ever held whole.
     """
     condition = where_expression(where) if where else None
     wanted = None
     if columns is not None:
         wanted = list(dict.fromkeys([*columns, *(condition.meta.root_names() if condition is not None else [])]))
+
+    def narrowed(part: Frame) -> Frame:
+        if condition is not None:
+            names = part.collect_schema().names()
+            unknown = [c for c in condition.meta.root_names() if c not in names]
+            if unknown:
+                raise InputError(f"--where names unknown column(s) {unknown}; columns: {', '.join(names)}")
+            try:
+                if isinstance(part, pl.LazyFrame):  # evaluated here, on its own columns: errors surface now, not mid-command
+                    part.select(condition.sum()).collect()
+                part = part.filter(condition)
+            except Exception as error:
+                raise InputError(f"--where {where!r} failed: {error}") from None
+        if models:
+            keep = pl.Series(list(models)).implode()
+            part = part.filter(pl.col("model_a").is_in(keep) & pl.col("model_b").is_in(keep))
+        if exclude_models:
+            drop = pl.Series(list(exclude_models)).implode()
+            part = part.filter(~pl.col("model_a").is_in(drop) & ~pl.col("model_b").is_in(drop))
+        return reduce(part) if reduce is not None else part
+
     if sources:
         from arena_cli.io.ingest import read_sources
         from arena_cli.console import warn
 
-        result = read_sources([Path(s) for s in sources], columns=wanted)
+        result = read_sources([Path(s) for s in sources], columns=wanted, reduce=narrowed)
         rejected = result.quarantine.height
         if rejected:
             reasons = result.quarantine["reason"].value_counts(sort=True)
             warn(f"{rejected} row(s) skipped: " + ", ".join(f"{r} {n}" for r, n in reasons.iter_rows()) + " (use `arena ingest` to keep them in a quarantine)")
-        parts = [result.battles.lazy()]
-    else:
-        from arena_cli.io.store import Store
+        return [result.battles]
+    from arena_cli.io.store import Store
 
-        opened = Store.open(store)
-        parts = opened.scan_parts("battles", wanted)
-        if not parts:
-            raise NoDataError(f"store {opened.root} has no battles yet")
-    if condition is not None:
-        names = parts[0].collect_schema().names()
-        unknown = [c for c in condition.meta.root_names() if c not in names]
-        if unknown:
-            raise InputError(f"--where names unknown column(s) {unknown}; columns: {', '.join(names)}")
-        try:
-            for part in parts:  # evaluated here, on its own columns: errors surface now, not mid-command
-                part.select(condition.sum()).collect()
-        except Exception as error:
-            raise InputError(f"--where {where!r} failed: {error}") from None
-        parts = [part.filter(condition) for part in parts]
-    if models:
-        keep = pl.Series(list(models)).implode()
-        parts = [part.filter(pl.col("model_a").is_in(keep) & pl.col("model_b").is_in(keep)) for part in parts]
-    if exclude_models:
-        drop = pl.Series(list(exclude_models)).implode()
-        parts = [part.filter(~pl.col("model_a").is_in(drop) & ~pl.col("model_b").is_in(drop)) for part in parts]
-    return parts
+    opened = Store.open(store)
+    parts = opened.scan_parts("battles", wanted)
+    if not parts:
+        raise NoDataError(f"store {opened.root} has no battles yet")
+    return [narrowed(part) for part in parts]

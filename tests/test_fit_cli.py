@@ -179,26 +179,32 @@ def test_battles_without_any_style_features_exit_6(tmp_path):
     assert result.exit_code == 6
 
 
-def _texts_log(path, frame, extra_rows=()):
-    """A JSONL log with texts (style features come from them), ids, and the given extra raw lines."""
+def _texts_log(path, frame, extra_rows=(), counts=()):
+    """A JSONL log with texts (style features come from them), ids, the ``counts`` columns of ``frame``, and
+    the given extra raw lines."""
     rows = [
         json.dumps({
-            "question_id": f"q{i}", "model_a": a, "model_b": b, "winner": o,
+            "question_id": f"q{i}", "model_a": row["model_a"], "model_b": row["model_b"], "winner": row["outcome"],
             "conversation_a": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "word " * (i % 40)}],
             "conversation_b": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "# h\n" * (i % 7) + "- x\n" * (i // 7 % 5)}],
+            **{c: row[c] for c in counts},
         })
-        for i, (a, b, o) in enumerate(frame.select("model_a", "model_b", "outcome").iter_rows())
+        for i, row in enumerate(frame.iter_rows(named=True))
     ]
     path.write_text("\n".join([*rows, *extra_rows]) + "\n")
     return path
 
 
-@pytest.mark.parametrize("case", ["texts", "repeated ids", "precomputed counts"])
+@pytest.mark.parametrize("case", ["texts", "repeated ids", "precomputed counts", "counts with a gap"])
 def test_a_fit_from_files_equals_the_fit_from_their_store(tmp_path, votes, case):
     """One-shot reads (lean, or full when ids repeat) give the battles an ingest stores: the same numbers."""
     frame, _ = simulate(1200, 5, seed=8)
     if case == "precomputed counts":
         paths = [votes]
+    elif case == "counts with a gap":  # counts for every battle but one: that one's come from its texts
+        counts = [f"{f}_{side}" for f in ("tokens", "h1", "h2", "h3", "h4", "h5", "h6") for side in "ab"]
+        gap = frame.with_columns(pl.when(pl.int_range(pl.len()) == 700).then(None).otherwise(pl.col("tokens_b")).alias("tokens_b"))
+        paths = [_texts_log(tmp_path / "votes.jsonl", gap, counts=counts)]
     else:
         bad = ['{"question_id": "bad1", "model_a": "x", "model_b": "x", "winner": "tie"}', '{"broken']
         if case == "repeated ids":

@@ -52,11 +52,10 @@ def _side(path: Path, where: str | None, option: str, options, *, models, exclud
         return load_leaderboard(path)
     from arena_cli.console import progress, warn
     from arena_cli.models import CIMethod, fit
-    from arena_cli.models.inputs import load_fit_battles
+    from arena_cli.models.inputs import load_encoded_battles
 
-    battles = load_fit_battles((), path, [options.style], cluster=options.cluster, where=where, models=models,
-                               exclude_models=exclude_models, recipe=recipe, encoding=encoding)
     resolved = options.resolved()
+    battles = load_encoded_battles((), path, resolved, where=where, models=models, exclude_models=exclude_models, recipe=recipe, encoding=encoding)
     with progress() as bar:
         task = bar.add_task(f"fitting {path.name}", total=resolved.rounds, visible=resolved.ci is CIMethod.bootstrap)
         result = fit(battles, resolved, on_progress=lambda done, total: bar.update(task, completed=done))

@@ -72,7 +72,7 @@ def fit_command(
 
     from arena_cli.console import progress, warn
     from arena_cli.models import CIMethod, fit
-    from arena_cli.models.inputs import load_fit_battles
+    from arena_cli.models.inputs import load_encoded_battles
     from arena_cli.render import emit
 
     options = build_fit_options(
@@ -81,9 +81,8 @@ def fit_command(
         cluster=cluster, solver=solver, workers=workers,
     ).resolved()
     model_list, excluded_list = split_list(models), split_list(exclude_models)
-    battles = load_fit_battles(
-        sources or (), store, [options.style], cluster=cluster, where=where, models=model_list,
-        exclude_models=excluded_list, recipe=recipe, encoding=encoding,
+    battles = load_encoded_battles(
+        sources or (), store, options, where=where, models=model_list, exclude_models=excluded_list, recipe=recipe, encoding=encoding,
     )
     with progress() as bar:
         task = bar.add_task("bootstrap", total=options.rounds, visible=options.ci is CIMethod.bootstrap)

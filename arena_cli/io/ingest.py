@@ -775,27 +775,36 @@ def _raw_of(batch: pl.DataFrame, rows: pl.Series) -> pl.Series:
     return _raw_records(batch, rows)
 
 
-def read_sources(paths: list[Path], options: IngestOptions | None = None, columns: Sequence[str] | None = None) -> IngestResult:
+def read_sources(
+    paths: list[Path], options: IngestOptions | None = None, columns: Sequence[str] | None = None,
+    reduce: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
+) -> IngestResult:
     """Read vote logs in memory (no store): for one-shot use such as ``arena fit votes.jsonl``.
 
     ``columns``: the canonical columns the caller needs. Unless they include an id or provenance column, the
     read is *lean*: the same battles as a full read (every row validated, duplicates dropped), but hashes
     are computed only when ids make them necessary, which is rare and then costs a second, full read. The
     quarantined rows of a lean read of parquet show only the columns that were read.
+
+    ``reduce``: a row-wise projection of the battles (a fit's few values per battle from many columns);
+    a lean read applies it batch by batch as the battles are read, so only its result is ever held whole.
     """
     options = options or IngestOptions()
+    reduce = reduce or (lambda frame: frame)
     if columns is not None and not set(columns) & set(IDENTITY):
         try:
-            return _collect(stream(paths, options, seen_keys(_NO_BATTLES), columns), columns)
+            return _collect(stream(paths, options, seen_keys(_NO_BATTLES), columns), columns, reduce)
         except _FullReadNeeded:
             pass
-    result = _collect(stream(paths, options, seen_keys(_NO_BATTLES)), None)
-    if columns is not None:
-        result.battles = _wanted(result.battles, columns)
+    result = _collect(stream(paths, options, seen_keys(_NO_BATTLES)), None, lambda frame: frame)
+    result.battles = reduce(result.battles if columns is None else _wanted(result.battles, columns))
     return result
 
 
-def _collect(batches: Iterator[tuple[SourceSummary, pl.DataFrame, pl.DataFrame]], columns: Sequence[str] | None) -> IngestResult:
+def _collect(
+    batches: Iterator[tuple[SourceSummary, pl.DataFrame, pl.DataFrame]], columns: Sequence[str] | None,
+    reduce: Callable[[pl.DataFrame], pl.DataFrame],
+) -> IngestResult:
     battles: list[pl.DataFrame] = []
     quarantine: list[pl.DataFrame] = []
     summaries: dict[str, SourceSummary] = {}
@@ -803,10 +812,10 @@ def _collect(batches: Iterator[tuple[SourceSummary, pl.DataFrame, pl.DataFrame]]
     for summary, accepted, rejected in batches:
         summaries[summary.source] = summary
         if accepted.height or lean:
-            battles.append(accepted)
+            battles.append(reduce(accepted))
         if rejected.height:
             quarantine.append(rejected)
-    frame = pl.concat(battles, how="diagonal_relaxed") if battles else conform(pl.DataFrame(schema=BATTLE_SCHEMA))
+    frame = pl.concat(battles, how="diagonal_relaxed") if battles else reduce(conform(pl.DataFrame(schema=BATTLE_SCHEMA)))
     rejected_all = pl.concat(quarantine) if quarantine else pl.DataFrame(schema=QUARANTINE_SCHEMA)
     return IngestResult(frame, rejected_all, list(summaries.values()))
 

@@ -9,8 +9,9 @@ with ``np.bincount`` (never a dense n×M one-hot matrix).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 import polars as pl
@@ -170,60 +171,87 @@ def _outcome_expr(options: FitOptions) -> pl.Expr:
     return lookup(pl.col("outcome").cast(pl.String), mapping, UNKNOWN, pl.Int8)
 
 
+@dataclass(frozen=True)
+class Encoded:
+    """Battle parts already reduced by an :func:`encoder` (as they were read: see ``reduce`` in
+    :func:`arena_cli.models.inputs.load_fit_battles`) for fits with the same options."""
+
+    parts: Sequence[pl.DataFrame | pl.LazyFrame]
+
+
 #: Battles: one frame, or the parts of one table (same columns), which are read and reduced one at a time.
-Battles = pl.DataFrame | pl.LazyFrame | Sequence[pl.DataFrame | pl.LazyFrame]
+Battles = pl.DataFrame | pl.LazyFrame | Sequence[pl.DataFrame | pl.LazyFrame] | Encoded
+
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
+
+
+def encoder(options: FitOptions) -> Callable[[Frame], Frame]:
+    """The per-battle values a fit with ``options`` uses, computed from a frame of battles in one polars pass:
+    model and outcome codes, the style terms (before standardisation), the cluster values.
+
+    Row-wise, so it can run on each part of a table, or on each batch as a file is read, and only its result
+    is ever held whole, never the per-side counts the terms come from.
+    """
+    options = options.resolved()
+    terms = parse_style(options.style)
+
+    def encode(frame: Frame) -> Frame:
+        schema = frame.collect_schema()
+        for column in ("model_a", "model_b", "outcome"):
+            if column not in schema:
+                raise InputError(f"battles have no {column!r} column (columns: {', '.join(schema)})")
+        if options.cluster and options.cluster not in schema:
+            raise InputError(f"--cluster {options.cluster!r}: no such column (columns: {', '.join(schema)})")
+        style, negative = _style_exprs(schema, terms)
+        return frame.select(
+            # global categories: a model has the same code in both columns and every part, so each name is hashed once
+            pl.col("model_a").cast(pl.String).cast(pl.Categorical).alias("_a"),
+            pl.col("model_b").cast(pl.String).cast(pl.Categorical).alias("_b"),
+            _outcome_expr(options).alias("_outcome"),
+            *([pl.col(options.cluster).alias("_cluster")] if options.cluster else []),
+            *(value.alias(f"_style{i}") for i, value in enumerate(style)),
+            *(check.alias(f"_negative{i}") for i, check in enumerate(negative)),
+        )
+
+    return encode
 
 
 def _encode(battles: Battles, options: FitOptions, terms: tuple[str, ...]):
-    """Every per-battle value is computed in one polars pass over each part: model codes, outcome codes, the
-    style terms and the cluster values, then numpy arrays. Only these are ever held whole, never the columns
-    they come from (a store's per-side counts are read and reduced part by part)."""
-    parts = [battles.lazy()] if isinstance(battles, (pl.DataFrame, pl.LazyFrame)) else [part.lazy() for part in battles]
-    if not parts:
+    """The battles' :func:`encoder` values, part by part (unless encoded already), checked and as numpy arrays."""
+    if isinstance(battles, Encoded):
+        raw, encoded_parts = None, list(battles.parts)
+    else:
+        raw = [battles] if isinstance(battles, (pl.DataFrame, pl.LazyFrame)) else list(battles)
+        encode = encoder(options)
+        encoded_parts = [encode(part.lazy()) for part in raw]
+    if not encoded_parts:
         raise NoDataError("no battles to fit")
-    schema = parts[0].collect_schema()
-    for column in ("model_a", "model_b", "outcome"):
-        if column not in schema:
-            raise InputError(f"battles have no {column!r} column (columns: {', '.join(schema)})")
-    if options.cluster and options.cluster not in schema:
-        raise InputError(f"--cluster {options.cluster!r}: no such column (columns: {', '.join(schema)})")
-    style, negative = _style_exprs(schema, terms)
-    styled = [f"_style{i}" for i in range(len(style))]
-    query = [
-        # global categories: a model has the same code in both columns and every part, so each name is hashed once
-        pl.col("model_a").cast(pl.String).cast(pl.Categorical).alias("_a"),
-        pl.col("model_b").cast(pl.String).cast(pl.Categorical).alias("_b"),
-        _outcome_expr(options).alias("_outcome"),
-        *([pl.col(options.cluster).alias("_cluster")] if options.cluster else []),
-        *(value.alias(name) for value, name in zip(style, styled)),
-        *(check.alias(f"_negative{i}") for i, check in enumerate(negative)),
-    ]
-    encoded = pl.concat([part.select(query).collect() for part in parts], how="vertical_relaxed", rechunk=False)
+    encoded = pl.concat([part.lazy().collect() for part in encoded_parts], how="vertical_relaxed", rechunk=False)
     if encoded.height == 0:
         raise NoDataError("no battles left after filtering")
     outcome = encoded["_outcome"].to_numpy()
     if encoded["_a"].null_count() or encoded["_b"].null_count() or (outcome == MISSING).any():
         raise InputError("some battles have no model_a, model_b or outcome")
-    flags = encoded.select(pl.col(f"_negative{i}").any() for i in range(len(negative))).row(0) if negative else ()
+    flags = encoded.select(pl.col(f"_negative{i}").any() for i in range(len(terms))).row(0) if terms else ()
     for term, is_negative in zip(terms, flags):
         if is_negative:
             raise InputError(
                 f"style feature {term!r}: negative per-side values; the (a - b)/(a + b + 1) transform needs counts. "
                 f"Give a signed covariate as one battle-level column instead (e.g. {term}_diff)."
             )
-    if (outcome == UNKNOWN).any():
-        unknown = [part.filter(_outcome_expr(options) == UNKNOWN).select(pl.col("outcome").cast(pl.String)) for part in parts]
-        labels = pl.concat(unknown).unique().collect()
+    if (outcome == UNKNOWN).any():  # (battles read by arena-cli are validated: only a library caller's can have these)
+        unknown = [part.lazy().filter(_outcome_expr(options) == UNKNOWN).select(pl.col("outcome").cast(pl.String)) for part in raw or ()]
+        labels = sorted(pl.concat(unknown).unique().collect().to_series().to_list())[:5] if unknown else []
         raise InputError(
-            f"{int((outcome == UNKNOWN).sum())} battle(s) have an unknown outcome {sorted(labels.to_series().to_list())[:5]}; "
-            "expected model_a, model_b, tie, both_bad"
+            f"{int((outcome == UNKNOWN).sum())} battle(s) have an unknown outcome {labels}; expected model_a, model_b, tie, both_bad"
         )
     names, (a, b) = _model_codes(encoded["_a"], encoded["_b"])
     if not terms and not options.cluster:
         a, b, outcome, count = _aggregate(a, b, outcome, len(names))
         return names, a, b, outcome, count, np.zeros((0, a.size)), None
     # (battles, k) in column-major order is the (k, battles) row-major array the solvers use, in one copy
-    X = np.require(encoded.select(styled).to_numpy().T, requirements=["C", "W"]) if style else np.zeros((0, encoded.height))
+    styled = [f"_style{i}" for i in range(len(terms))]
+    X = np.require(encoded.select(styled).to_numpy().T, requirements=["C", "W"]) if terms else np.zeros((0, encoded.height))
     cluster = _alone_clusters(encoded["_cluster"].rank("dense").fill_null(0).cast(pl.Int64).to_numpy()) if options.cluster else None
     return names, a, b, outcome, np.ones(a.size), X, cluster
 

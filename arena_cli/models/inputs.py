@@ -9,12 +9,17 @@ as they are.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-from arena_cli.models.options import parse_style
+from arena_cli.dataset import Frame
+from arena_cli.models.options import FitOptions, parse_style
+
+if TYPE_CHECKING:
+    from arena_cli.models.design import Encoded
 
 
 def _feature_members(term: str) -> tuple[str, ...] | None:
@@ -37,10 +42,13 @@ def load_fit_battles(
     exclude_models: Sequence[str] | None = None,
     recipe: str = "default",
     encoding: str = "cl100k_base",
-) -> list[pl.LazyFrame]:
+    reduce: Callable[[Frame], Frame] | None = None,
+) -> list[Frame]:
     """Battles for fitting every style spec in ``styles`` (one for ``arena fit``, several for variants), in
-    parts: one per store part when nothing needs computing (a store whose counts are complete), so that the
-    fit reads the per-side counts part by part and never holds them whole; else one.
+    parts: one per store part when nothing needs computing (a store whose counts are complete); else one.
+
+    ``reduce``: a row-wise projection applied part by part, and batch by batch as files are read (a fit's
+    :func:`arena_cli.models.design.encoder`), so that the per-side counts are never held whole.
     """
     from arena_cli.dataset import load_battle_parts, load_battles
     from arena_cli.features.registry import side_columns
@@ -68,17 +76,55 @@ def load_fit_battles(
             computed = True
     filters = {"where": where, "models": models, "exclude_models": exclude_models}
     if not computed:
-        return load_battle_parts(sources, store, columns=columns, **filters)
-    battles = load_battles(sources, store, columns=columns, **filters)
-    if _complete(battles, feature_columns):
-        return [battles.lazy()]
-    from arena_cli.features import attach_features
+        return load_battle_parts(sources, store, columns=columns, reduce=reduce, **filters)
+    if sources and reduce is not None:
+        # files usually carry their counts: reduced batch by batch, unless a batch lacks some (read again whole)
+        def reduce_complete(batch: pl.DataFrame) -> pl.DataFrame:
+            if not _complete(batch, feature_columns):
+                raise _CountsMissing
+            return reduce(batch)
 
-    if sources:  # battles read from files are matched to their computed features by position
-        keyed = battles.with_columns(pl.int_range(pl.len()).cast(pl.String).alias("battle_id"))
-        return [attach_features(keyed, recipe=recipe, encoding=encoding).drop("battle_id").lazy()]
-    return [attach_features(battles, store=store, recipe=recipe, encoding=encoding).lazy()]
+        try:
+            return load_battle_parts(sources, store, columns=columns, reduce=reduce_complete, **filters)
+        except _CountsMissing:
+            pass
+    battles = load_battles(sources, store, columns=columns, **filters)
+    if not _complete(battles, feature_columns):
+        from arena_cli.features import attach_features
+
+        if sources:  # battles read from files are matched to their computed features by position
+            keyed = battles.with_columns(pl.int_range(pl.len()).cast(pl.String).alias("battle_id"))
+            battles = attach_features(keyed, recipe=recipe, encoding=encoding).drop("battle_id")
+        else:
+            battles = attach_features(battles, store=store, recipe=recipe, encoding=encoding)
+    return [reduce(battles) if reduce is not None else battles]
+
+
+class _CountsMissing(Exception):
+    """Some battles read from files have no per-side counts: they are computed from the texts."""
 
 
 def _complete(battles: pl.DataFrame, columns: list[str]) -> bool:
     return all(c in battles.columns for c in columns) and battles.select(pl.col(columns).null_count().sum()).sum_horizontal().item() == 0
+
+
+def load_encoded_battles(
+    sources: Sequence[Path],
+    store: Path | None,
+    options: FitOptions,
+    *,
+    where: str | None = None,
+    models: Sequence[str] | None = None,
+    exclude_models: Sequence[str] | None = None,
+    recipe: str = "default",
+    encoding: str = "cl100k_base",
+) -> Encoded:
+    """The battles for ``fit(_, options)``, reduced to the values the fit uses as they are read (the
+    :func:`~arena_cli.models.design.encoder`): a one-shot fit of a large file never holds its per-side counts."""
+    from arena_cli.models.design import Encoded, encoder
+
+    parts = load_fit_battles(
+        sources, store, [options.style], cluster=options.cluster, where=where, models=models, exclude_models=exclude_models,
+        recipe=recipe, encoding=encoding, reduce=encoder(options),
+    )
+    return Encoded(parts)
