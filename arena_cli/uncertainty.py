@@ -47,18 +47,20 @@ def sandwich(
     n = float(count.sum())
     ridge_sum = problem.ridge_sum(count)
     terms = terms or problem.terms(theta, cw, ridge_sum)
-    total = problem.vector(cw * terms.s_d, cw * terms.s_t if problem.davidson else None)
+    # the total score is ~0 at the maximum except for a ridge penalty's share; arena-rank's centring has no use for it
+    total = None if arena_rank else problem.vector(cw * terms.s_d, cw * terms.s_t if problem.davidson else None)
     if cluster is None:
-        factor = count * weight * weight
+        factor = cw * weight
         sd, st = terms.s_d, terms.s_t
         B = problem.matrix(factor * sd * sd, *((factor * sd * st, factor * st * st) if problem.davidson else ()))
-        centring = np.outer(total, total) / n
+        centring = None if arena_rank else np.outer(total, total) / n
     else:
         S = _cluster_scores(problem, terms, cw, cluster)
-        share = np.bincount(cluster, count, minlength=S.shape[0]) / n
-        shared = np.asarray(S.T @ share).ravel()
         B = np.asarray((S.T @ S).todense())
-        centring = np.outer(total, shared) + np.outer(shared, total) - float(share @ share) * np.outer(total, total)
+        if not arena_rank:
+            share = np.bincount(cluster, count, minlength=S.shape[0]) / n
+            shared = np.asarray(S.T @ share).ravel()
+            centring = np.outer(total, shared) + np.outer(shared, total) - float(share @ share) * np.outer(total, total)
     if arena_rank:
         J = problem.information(terms, cw, 0.0) + 1e-5 * n * np.eye(problem.n_params)
         penalised = np.zeros_like(theta)
