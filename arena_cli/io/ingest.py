@@ -652,8 +652,10 @@ def stream(
         occurrences = pl.DataFrame(schema={"content_hash": pl.String, "__seen": pl.Int64})
         batches = 0
         fmt = _detect_fmt(Path(path), options)
-        read_columns = _lean_source_columns(Path(path), options, columns) if columns is not None and fmt == "parquet" else None
-        for raw in read_batches(Path(path), fmt, options.batch_rows, read_columns):
+        read_columns, batch_rows = None, options.batch_rows
+        if columns is not None and fmt == "parquet":
+            read_columns, batch_rows = _lean_parquet_read(Path(path), options, columns)
+        for raw in read_batches(Path(path), fmt, batch_rows, read_columns):
             batches += 1
             summary.rows_read += raw.frame.height + raw.rejected.height
             summary.quarantined.update(raw.rejected["reason"].to_list())
@@ -709,14 +711,24 @@ def _lean_plan(plan: Plan, columns: Sequence[str]) -> Plan:
     return Plan(plan.dialect, fields, extras)
 
 
-def _lean_source_columns(path: Path, options: IngestOptions, columns: Sequence[str]) -> list[str] | None:
-    """The parquet columns a lean read needs (None: all of them, for the Kaggle dialect)."""
-    from arena_cli.io.readers import parquet_columns
+#: Rows per batch of a lean parquet read of narrow columns only (no texts, nothing nested): a million rows of
+#: names, labels and counts take 100-250 MB, and every batch costs a dozen small queries.
+NARROW_BATCH_ROWS = 1_000_000
+#: Fields that hold texts (conversations) or documents: a read of any of them keeps the ingest's batch size.
+TEXT_FIELDS = ("conversation_a", "conversation_b", "conv_metadata")
 
-    plan = _lean_plan(plan_for(parquet_columns(path), options, str(path)), columns)
+
+def _lean_parquet_read(path: Path, options: IngestOptions, columns: Sequence[str]) -> tuple[list[str] | None, int]:
+    """The parquet columns a lean read needs (None: all of them, for the Kaggle dialect), and its batch size."""
+    from arena_cli.io.readers import parquet_schema
+
+    schema = parquet_schema(path)
+    plan = _lean_plan(plan_for(list(schema), options, str(path)), columns)
     if plan.dialect == "kaggle":
-        return None
-    return list(dict.fromkeys([*plan.columns.values(), *plan.extras]))
+        return None, options.batch_rows
+    read = list(dict.fromkeys([*plan.columns.values(), *plan.extras]))
+    narrow = not set(TEXT_FIELDS) & set(plan.columns) and not any(schema[c].is_nested() for c in read if c in schema)
+    return read, max(options.batch_rows, NARROW_BATCH_ROWS) if narrow else options.batch_rows
 
 
 class _LeanIds:

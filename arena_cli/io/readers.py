@@ -370,9 +370,9 @@ def read_csv(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBa
             yield flush()
 
 
-def parquet_columns(path: Path) -> list[str]:
+def parquet_schema(path: Path) -> pl.Schema:
     try:
-        return list(pl.read_parquet_schema(path))
+        return pl.Schema(pl.read_parquet_schema(path))
     except Exception as error:
         raise InputError(f"{path}: unreadable parquet file ({error})") from None
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeVar
 
 import numpy as np
 import polars as pl
 
+from arena_cli.dataset import Frame
 from arena_cli.errors import InputError, NoDataError
 from arena_cli.models.options import REWEIGHT_FLOOR, BothBad, FitOptions, Ties, parse_style
 
@@ -176,14 +176,11 @@ class Encoded:
     """Battle parts already reduced by an :func:`encoder` (as they were read: see ``reduce`` in
     :func:`arena_cli.models.inputs.load_fit_battles`) for fits with the same options."""
 
-    parts: Sequence[pl.DataFrame | pl.LazyFrame]
+    parts: Sequence[Frame]
 
 
 #: Battles: one frame, or the parts of one table (same columns), which are read and reduced one at a time.
-Battles = pl.DataFrame | pl.LazyFrame | Sequence[pl.DataFrame | pl.LazyFrame] | Encoded
-
-Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
-
+Battles = Frame | Sequence[Frame] | Encoded
 
 def encoder(options: FitOptions) -> Callable[[Frame], Frame]:
     """The per-battle values a fit with ``options`` uses, computed from a frame of battles in one polars pass:

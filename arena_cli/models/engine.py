@@ -20,7 +20,8 @@ Progress = Callable[[int, int], None]
 
 def fit(battles: designs.Battles, options: FitOptions = FitOptions(), *, on_progress: Progress | None = None) -> FitResult:
     """Fit one leaderboard. ``battles`` (a frame, or the parts of one) has ``model_a, model_b, outcome`` plus
-    the columns the style needs; lazy frames are read once, keeping only what the fit uses."""
+    the columns the style needs; lazy frames are read once, keeping only what the fit uses. Or battles
+    reduced as they were read (:func:`arena_cli.models.inputs.load_encoded_battles`)."""
     return fit_variants(battles, {options.style: options.style}, options, on_progress=on_progress)[options.style]
 
 
