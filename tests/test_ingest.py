@@ -366,3 +366,23 @@ def test_a_read_asking_for_ids_is_a_full_read(tmp_path):
     battles = read_sources([path], columns=["battle_id", "model_a"]).battles
     assert battles.columns == ["battle_id", "model_a"]
     assert battles["battle_id"].str.starts_with("sha-").all() and battles["battle_id"].n_unique() == 2
+
+
+def test_lean_parquet_reads_size_their_batches_by_the_columns_read(tmp_path):
+    """Narrow columns (names, labels, counts) are read in batches of about NARROW_BATCH_BYTES, up to a million
+    rows; a read of texts keeps the ingest's rows per batch."""
+    from arena_cli.io.ingest import NARROW_BATCH_BYTES, NARROW_BATCH_ROWS, SHORT_TEXT_BYTES, IngestOptions, _lean_parquet_read
+
+    counts = {f"c{i}_{side}": [1] for i in range(10) for side in "ab"}
+    votes = pl.DataFrame({"model_a": ["x"], "model_b": ["y"], "winner": ["tie"], **counts})
+    votes.write_parquet(tmp_path / "v.parquet")
+    conversation = [[{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]]
+    votes.with_columns(pl.Series("conversation_a", conversation)).write_parquet(tmp_path / "texts.parquet")
+    options = IngestOptions()
+    names = ["model_a", "model_b", "outcome"]
+    assert _lean_parquet_read(tmp_path / "v.parquet", options, names) == (["model_a", "model_b", "winner"], NARROW_BATCH_ROWS)
+    read, rows = _lean_parquet_read(tmp_path / "v.parquet", options, [*names, *counts])
+    assert set(read) == {"model_a", "model_b", "winner", *counts}
+    assert options.batch_rows < rows == NARROW_BATCH_BYTES // (3 * SHORT_TEXT_BYTES + 8 * len(counts)) < NARROW_BATCH_ROWS
+    read, rows = _lean_parquet_read(tmp_path / "texts.parquet", options, names)  # texts are read to be validated
+    assert "conversation_a" in read and rows == options.batch_rows

@@ -711,11 +711,15 @@ def _lean_plan(plan: Plan, columns: Sequence[str]) -> Plan:
     return Plan(plan.dialect, fields, extras)
 
 
-#: Rows per batch of a lean parquet read of narrow columns only (no texts, nothing nested): a million rows of
-#: names, labels and counts take 100-250 MB, and every batch costs a dozen small queries.
+#: A lean parquet read of narrow columns only (no texts, nothing nested) takes batches of about this many bytes
+#: (up to a million rows) rather than the ingest's rows per batch: every batch costs a dozen small queries.
+NARROW_BATCH_BYTES = 128 << 20
 NARROW_BATCH_ROWS = 1_000_000
 #: Fields that hold texts (conversations) or documents: a read of any of them keeps the ingest's batch size.
 TEXT_FIELDS = ("conversation_a", "conversation_b", "conv_metadata")
+#: Bytes per value of a short string (a model name, a label) as polars holds it: a 16-byte view and its text
+#: (a number or a time takes at most 8).
+SHORT_TEXT_BYTES = 32
 
 
 def _lean_parquet_read(path: Path, options: IngestOptions, columns: Sequence[str]) -> tuple[list[str] | None, int]:
@@ -727,8 +731,11 @@ def _lean_parquet_read(path: Path, options: IngestOptions, columns: Sequence[str
     if plan.dialect == "kaggle":
         return None, options.batch_rows
     read = list(dict.fromkeys([*plan.columns.values(), *plan.extras]))
-    narrow = not set(TEXT_FIELDS) & set(plan.columns) and not any(schema[c].is_nested() for c in read if c in schema)
-    return read, max(options.batch_rows, NARROW_BATCH_ROWS) if narrow else options.batch_rows
+    dtypes = [schema[c] for c in read if c in schema]
+    if set(TEXT_FIELDS) & set(plan.columns) or any(dtype.is_nested() for dtype in dtypes):
+        return read, options.batch_rows
+    row_bytes = sum(8 if dtype.is_numeric() or dtype.is_temporal() or dtype == pl.Boolean else SHORT_TEXT_BYTES for dtype in dtypes) or 1
+    return read, min(NARROW_BATCH_ROWS, max(options.batch_rows, NARROW_BATCH_BYTES // row_bytes))
 
 
 class _LeanIds:
