@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -24,16 +25,10 @@ def where_expression(where: str) -> pl.Expr:
         raise InputError(f"--where {where!r}: not a valid SQL expression ({error})") from None
 
 
-def load_battles(
-    sources: Sequence[Path] = (),
-    store: Path | None = None,
-    columns: Sequence[str] | None = None,
-    where: str | None = None,
-    models: Sequence[str] | None = None,
-    exclude_models: Sequence[str] | None = None,
-) -> pl.DataFrame:
-    """The battles a command works on. ``sources`` (files) win over ``store``; ``columns=None`` reads all."""
-    frame = collect_parts(load_battle_parts(sources, store, columns, where, models, exclude_models))
+def load_battles(sources: Sequence[Path] = (), store: Path | None = None, columns: Sequence[str] | None = None, **filters: Any) -> pl.DataFrame:
+    """The battles a command works on. ``sources`` (files) win over ``store``; ``columns=None`` reads all;
+    ``filters``: ``where``, ``models``, ``exclude_models`` (see :func:`load_battle_parts`)."""
+    frame = collect_parts(load_battle_parts(sources, store, columns, **filters))
     if frame.height == 0:
         raise NoDataError("no battles left after filtering")
     return frame
@@ -53,9 +48,9 @@ def load_battle_parts(
     exclude_models: Sequence[str] | None = None,
     reduce: Callable[[Frame], Frame] | None = None,
 ) -> list[Frame]:
-    """The same battles as :func:`load_battles`, filtered, in parts: one lazy frame per store part (all with
-    the same columns), or one frame read (and validated) from the files. An empty result is for the
-    consumer to find.
+    """The battles a command works on, in parts: one lazy frame per store part (all with the same columns), or
+    one frame read (and validated) from the files; only those matching the SQL ``where`` and, when given,
+    between ``models`` and not involving ``exclude_models``. An empty result is for the consumer to find.
 
     ``reduce``: a row-wise projection of the filtered battles (a fit's few values per battle from many
     columns), applied part by part and, for files, batch by batch as they are read, so that only its result
