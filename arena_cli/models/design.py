@@ -163,10 +163,10 @@ DROP, UNKNOWN, MISSING = -2, -1, -3
 
 
 def _outcome_expr(options: FitOptions) -> pl.Expr:
-    tie = DROP if options.ties is Ties.drop else TIE
-    both_bad = DROP if options.both_bad is BothBad.drop else tie
     from arena_cli.exprs import lookup
 
+    tie = DROP if options.ties is Ties.drop else TIE
+    both_bad = DROP if options.both_bad is BothBad.drop else tie
     mapping = {"model_a": A_WINS, "model_b": B_WINS, "tie": tie, "both_bad": both_bad, None: MISSING}
     return lookup(pl.col("outcome").cast(pl.String), mapping, UNKNOWN, pl.Int8)
 
@@ -181,6 +181,7 @@ class Encoded:
 
 #: Battles: one frame, or the parts of one table (same columns), which are read and reduced one at a time.
 Battles = Frame | Sequence[Frame] | Encoded
+
 
 def encoder(options: FitOptions) -> Callable[[Frame], Frame]:
     """The per-battle values a fit with ``options`` uses, computed from a frame of battles in one polars pass:
