@@ -713,7 +713,7 @@ def _lean_plan(plan: Plan, columns: Sequence[str]) -> Plan:
 
 #: A lean parquet read of narrow columns only (no texts, nothing nested) takes batches of about this many bytes
 #: (up to a million rows) rather than the ingest's rows per batch: every batch costs a dozen small queries.
-NARROW_BATCH_BYTES = 128 << 20
+NARROW_BATCH_BYTES = 64 << 20
 NARROW_BATCH_ROWS = 1_000_000
 #: Fields that hold texts (conversations) or documents: a read of any of them keeps the ingest's batch size.
 TEXT_FIELDS = ("conversation_a", "conversation_b", "conv_metadata")
