@@ -369,8 +369,8 @@ def test_a_read_asking_for_ids_is_a_full_read(tmp_path):
 
 
 def test_lean_parquet_reads_size_their_batches_by_the_columns_read(tmp_path):
-    """Narrow columns (names, labels, counts) are read in batches of about NARROW_BATCH_BYTES, up to a million
-    rows; a read of texts keeps the ingest's rows per batch."""
+    """Narrow columns (names, labels, counts) are read in batches of about NARROW_BATCH_BYTES, more rows the
+    fewer columns; a read of texts keeps the ingest's rows per batch."""
     from arena_cli.io.ingest import NARROW_BATCH_BYTES, NARROW_BATCH_ROWS, SHORT_TEXT_BYTES, IngestOptions, _lean_parquet_read
 
     counts = {f"c{i}_{side}": [1] for i in range(10) for side in "ab"}
@@ -380,7 +380,8 @@ def test_lean_parquet_reads_size_their_batches_by_the_columns_read(tmp_path):
     votes.with_columns(pl.Series("conversation_a", conversation)).write_parquet(tmp_path / "texts.parquet")
     options = IngestOptions()
     names = ["model_a", "model_b", "outcome"]
-    assert _lean_parquet_read(tmp_path / "v.parquet", options, names) == (["model_a", "model_b", "winner"], NARROW_BATCH_ROWS)
+    narrow = min(NARROW_BATCH_ROWS, NARROW_BATCH_BYTES // (3 * SHORT_TEXT_BYTES))
+    assert _lean_parquet_read(tmp_path / "v.parquet", options, names) == (["model_a", "model_b", "winner"], narrow)
     read, rows = _lean_parquet_read(tmp_path / "v.parquet", options, [*names, *counts])
     assert set(read) == {"model_a", "model_b", "winner", *counts}
     assert options.batch_rows < rows == NARROW_BATCH_BYTES // (3 * SHORT_TEXT_BYTES + 8 * len(counts)) < NARROW_BATCH_ROWS
