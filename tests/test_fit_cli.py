@@ -229,3 +229,11 @@ def test_a_store_of_several_ingests_fits_like_the_file_they_came_from(tmp_path, 
     options = ["--style", "both", "--cluster", "judge", "--rounds", "30", "--where", "language = 'German'", "--format", "json"]
     from_store = json.loads(run("--store", store, *options).stdout)["tables"]
     assert from_store == json.loads(run(votes, *options).stdout)["tables"]
+
+
+def test_counts_in_a_json_log_fit_like_the_same_counts_in_parquet(tmp_path, votes):
+    """JSON logs keep extra columns as text; their per-side counts are read as numbers."""
+    frame = pl.read_parquet(votes)
+    frame.write_ndjson(tmp_path / "votes.jsonl")
+    options = ["--style", "both", "--ci", "sandwich", "--format", "json"]
+    assert json.loads(run(tmp_path / "votes.jsonl", *options).stdout)["tables"] == json.loads(run(votes, *options).stdout)["tables"]

@@ -129,6 +129,20 @@ def test_user_covariates_battle_level_and_per_side():
         D.prepare(frame(ROUND_ROBIN, note=["x"] * 5), FitOptions(style="note", min_battles=1))
 
 
+def test_per_side_counts_given_as_text_are_read_as_numbers():
+    """A JSON or CSV log keeps extra columns as text: counts in it fit like numbers; text that is not a number
+    is an input error, not a silently missing feature."""
+    numbers = frame(ROUND_ROBIN, tokens_a=[10, 20, 30, 40, 50], tokens_b=[50, 40, 30, 20, 10])
+    as_text = numbers.with_columns(pl.col("tokens_a", "tokens_b").cast(pl.String).str.pad_start(4))
+    options = FitOptions(style="length", min_battles=1)
+    np.testing.assert_array_equal(D.prepare(as_text, options).features, D.prepare(numbers, options).features)
+    garbled = as_text.with_columns(pl.when(pl.int_range(pl.len()) == 2).then(pl.lit("many")).otherwise(pl.col("tokens_b")).alias("tokens_b"))
+    with pytest.raises(InputError, match="negative or not numbers"):
+        D.prepare(garbled, options)
+    with pytest.raises(InputError, match="not numeric"):
+        D.prepare(numbers.with_columns(pl.col("tokens_a").cast(pl.Boolean)), options)
+
+
 def test_battles_without_features_are_left_out_and_constant_features_dropped():
     battles = frame(ROUND_ROBIN + [("a", "b", "model_b")], tokens_a=[1, 2, 3, 4, 5, None], tokens_b=[2, 2, 2, 2, 2, 2],
                     bold_star_a=[0] * 6, bold_star_b=[0] * 6, bold_underscore_a=[0] * 6, bold_underscore_b=[0] * 6)

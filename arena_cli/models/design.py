@@ -125,36 +125,43 @@ class Design:
 
 def _style_exprs(schema: pl.Schema, terms: tuple[str, ...]) -> tuple[list[pl.Expr], list[pl.Expr]]:
     """Per term: its value per battle before standardisation (null where a battle lacks a feature), and
-    whether the battle's counts for it are unusable (negative).
+    whether the battle's counts for it are unusable (negative, or text that is not a number).
 
     Counts use LMArena's transform d = (a - b) / (a + b + 1) on the per-side sums of a feature group; a
-    numeric battle-level column (a user's covariate, e.g. a sentiment difference) is used as it is.
+    numeric battle-level column (a user's covariate, e.g. a sentiment difference) is used as it is. Counts
+    given as text (a JSON or CSV log keeps its extra columns as text) are read as numbers.
     """
     from arena_cli.features.registry import STYLE_GROUPS, side_columns
 
-    values, negative = [], []
+    values, unusable = [], []
     for term in terms:
         pairs = [side_columns(m) for m in STYLE_GROUPS.get(term, (term,))]
         columns = [c for pair in pairs for c in pair]
         if all(c in schema for c in columns):
+            parsed, garbled = {}, []
             for column in columns:
-                if not schema[column].is_numeric():
+                if schema[column].is_numeric():
+                    parsed[column] = pl.col(column)
+                elif schema[column] == pl.String:
+                    parsed[column] = pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+                    garbled.append(pl.col(column).is_not_null() & parsed[column].is_null())
+                else:
                     raise InputError(f"style feature {term!r}: column {column!r} is {schema[column]}, not numeric")
-            side_a, side_b = (pl.sum_horizontal([pl.col(p[side]) for p in pairs], ignore_nulls=False).cast(pl.Float64) for side in (0, 1))
+            side_a, side_b = (pl.sum_horizontal([parsed[p[side]] for p in pairs], ignore_nulls=False).cast(pl.Float64) for side in (0, 1))
             values.append((side_a - side_b) / (side_a + side_b + 1.0))
-            negative.append((side_a < 0) | (side_b < 0))
+            unusable.append(pl.any_horizontal((side_a < 0) | (side_b < 0), *garbled))
         elif term in schema and term not in STYLE_GROUPS:
             if not schema[term].is_numeric():
                 raise InputError(f"style covariate {term!r} is {schema[term]}, not numeric")
             values.append(pl.col(term).cast(pl.Float64))
-            negative.append(pl.lit(False))
+            unusable.append(pl.lit(False))
         else:
             raise InputError(
                 f"style feature {term!r}: the battles have no {', '.join(columns)} columns"
                 + ("" if term in STYLE_GROUPS else f" and no numeric column {term!r}")
                 + " (feature groups: length, header, list, bold; or any <name>_a/<name>_b count pair or numeric column)"
             )
-    return values, negative
+    return values, unusable
 
 
 #: Outcome codes beyond the three outcomes: DROP marks votes left out by --ties drop / --both-bad drop,
@@ -200,7 +207,7 @@ def encoder(options: FitOptions) -> Callable[[Frame], Frame]:
                 raise InputError(f"battles have no {column!r} column (columns: {', '.join(schema)})")
         if options.cluster and options.cluster not in schema:
             raise InputError(f"--cluster {options.cluster!r}: no such column (columns: {', '.join(schema)})")
-        style, negative = _style_exprs(schema, terms)
+        style, unusable = _style_exprs(schema, terms)
         return frame.select(
             # global categories: a model has the same code in both columns and every part, so each name is hashed once
             pl.col("model_a").cast(pl.String).cast(pl.Categorical).alias("_a"),
@@ -208,7 +215,7 @@ def encoder(options: FitOptions) -> Callable[[Frame], Frame]:
             _outcome_expr(options).alias("_outcome"),
             *([pl.col(options.cluster).alias("_cluster")] if options.cluster else []),
             *(value.alias(f"_style{i}") for i, value in enumerate(style)),
-            *(check.alias(f"_negative{i}") for i, check in enumerate(negative)),
+            *(check.alias(f"_unusable{i}") for i, check in enumerate(unusable)),
         )
 
     return encode
@@ -230,12 +237,12 @@ def _encode(battles: Battles, options: FitOptions, terms: tuple[str, ...]):
     outcome = encoded["_outcome"].to_numpy()
     if encoded["_a"].null_count() or encoded["_b"].null_count() or (outcome == MISSING).any():
         raise InputError("some battles have no model_a, model_b or outcome")
-    flags = encoded.select(pl.col(f"_negative{i}").any() for i in range(len(terms))).row(0) if terms else ()
-    for term, is_negative in zip(terms, flags):
-        if is_negative:
+    flags = encoded.select(pl.col(f"_unusable{i}").any() for i in range(len(terms))).row(0) if terms else ()
+    for term, is_unusable in zip(terms, flags):
+        if is_unusable:
             raise InputError(
-                f"style feature {term!r}: negative per-side values; the (a - b)/(a + b + 1) transform needs counts. "
-                f"Give a signed covariate as one battle-level column instead (e.g. {term}_diff)."
+                f"style feature {term!r}: per-side values that are negative or not numbers; the (a - b)/(a + b + 1) "
+                f"transform needs counts. Give a signed covariate as one battle-level column instead (e.g. {term}_diff)."
             )
     if (outcome == UNKNOWN).any():  # (battles read by arena-cli are validated: only a library caller's can have these)
         unknown = [part.lazy().filter(_outcome_expr(options) == UNKNOWN).select(pl.col("outcome").cast(pl.String)) for part in raw or ()]
