@@ -334,29 +334,16 @@ def _kaggle_conversation(frame: pl.DataFrame, response: str) -> tuple[pl.Series,
     return pairs.select("i").join(messages, on="i", how="left", maintain_order="left")["m"].cast(CONVERSATION), invalid
 
 
-def _outcomes(batch: pl.DataFrame, column: str, label: pl.Expr, labels: dict[str, str]) -> pl.Expr:
-    """Winner labels -> outcomes. A log has a handful of distinct labels: each is normalised once, and every
-    row is then one lookup (3x faster than normalising every row), or none when every label is an outcome
-    already."""
-    mapped = label.str.to_lowercase().replace_strict(labels, default=None, return_dtype=pl.String)
-    if batch.schema[column] != pl.String:
-        return mapped
-    distinct = batch.select(pl.col(column).unique()).with_columns(mapped.alias("__mapped"))
-    if distinct.select(pl.col(column).eq_missing(pl.col("__mapped")).all()).item():
-        return pl.col(column)
-    return pl.col(column).replace_strict(distinct[column], distinct["__mapped"], default=None, return_dtype=pl.String)
-
-
-def _clean_text(batch: pl.DataFrame, column: str) -> pl.Expr:
-    """:func:`_text` of a column, or the column itself when each of its (few) distinct values is clean text
-    already: model names are checked once per name instead of trimmed once per vote."""
-    expr = _text(column, batch.schema[column])
+def _by_distinct(batch: pl.DataFrame, column: str, expr: pl.Expr) -> pl.Expr:
+    """``expr``, a String function of one text ``column``, evaluated once per distinct value and looked up per
+    row; or the column itself when ``expr`` leaves every value as it is. A log has a handful of model names and
+    winner labels: they are trimmed and normalised once each, not once per vote."""
     if batch.schema[column] != pl.String:
         return expr
-    distinct = batch.select(pl.col(column).unique())
-    if distinct.select(pl.col(column).eq_missing(expr).all()).item():
+    distinct = batch.select(pl.col(column).unique()).with_columns(expr.alias("__value"))
+    if distinct.select(pl.col(column).eq_missing(pl.col("__value")).all()).item():
         return pl.col(column)
-    return expr
+    return pl.col(column).replace_strict(distinct[column], distinct["__value"], default=None, return_dtype=pl.String)
 
 
 def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source: str) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -370,14 +357,14 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
     bad: list[tuple[str, pl.Expr, str | None, str]] = []
 
     for name in ("model_a", "model_b"):
-        out[name] = _clean_text(batch, col[name])
+        out[name] = _by_distinct(batch, col[name], _text(col[name], schema[col[name]]))
 
     if plan.dialect == "kaggle" and "outcome" not in col:
         outcome = _kaggle_outcome(batch)
         label = None
     else:
         label = _text(col["outcome"], schema[col["outcome"]])
-        outcome = _outcomes(batch, col["outcome"], label, labels)
+        outcome = _by_distinct(batch, col["outcome"], label.str.to_lowercase().replace_strict(labels, default=None, return_dtype=pl.String))
     out["outcome"] = outcome
 
     parsers = {"timestamp": _timestamp, "turn": _integer, "anony": _boolean, **{c: _count for c in META_COLUMNS}}
