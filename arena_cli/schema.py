@@ -111,12 +111,10 @@ def empty_quarantine() -> pl.DataFrame:
     return pl.DataFrame(schema=QUARANTINE_SCHEMA)
 
 
-def conform(frame: pl.DataFrame) -> pl.DataFrame:
-    """Give a frame every canonical column with its canonical type and order, extras kept after them."""
-    missing = [pl.lit(None, dtype=t).alias(c) for c, t in BATTLE_SCHEMA.items() if c not in frame.columns]
-    frame = frame.with_columns(missing) if missing else frame
-    casts = {c: t for c, t in BATTLE_SCHEMA.items() if frame.schema[c] != t}
-    if casts:
-        frame = frame.cast(casts)
-    extras = [c for c in frame.columns if c not in BATTLE_SCHEMA]
-    return frame.select([*CANONICAL, *extras])
+def conform(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
+    """Give a frame (or a query) every canonical column with its canonical type and order, extras kept after them."""
+    schema = frame.collect_schema()
+    missing = [pl.lit(None, dtype=t).alias(c) for c, t in BATTLE_SCHEMA.items() if c not in schema]
+    casts = {c: t for c, t in BATTLE_SCHEMA.items() if c in schema and schema[c] != t}
+    extras = [c for c in schema if c not in BATTLE_SCHEMA]
+    return frame.with_columns(missing).cast(casts).select([*CANONICAL, *extras])

@@ -338,13 +338,15 @@ def _lean_cases(tmp_path):
         "repeated and conflicting ids": ([write_jsonl(tmp_path / "dup.jsonl", [*mixed, row(question_id="a"), row(question_id="a", winner="tie")])], False),
         "the same file twice": ([tmp_path / "mixed.jsonl", tmp_path / "mixed.jsonl"], False),
         "votes without ids in two sources": ([tmp_path / "idless.jsonl", write_jsonl(tmp_path / "idless2.jsonl", idless[:1])], False),
+        "a file without ids given twice": ([tmp_path / "idless.jsonl", tmp_path / "idless.jsonl"], False),
         "ids like content-hash ids": ([write_jsonl(tmp_path / "sha.jsonl", [row(), row(question_id="sha-1234", winner="tie")])], False),
     }
 
 
 @pytest.mark.parametrize("case", [
     "ids and bad rows", "repeated votes without ids", "parquet, columns skipped", "two sources with ids",
-    "repeated and conflicting ids", "the same file twice", "votes without ids in two sources", "ids like content-hash ids",
+    "repeated and conflicting ids", "the same file twice", "votes without ids in two sources", "a file without ids given twice",
+    "ids like content-hash ids",
 ])
 def test_a_lean_read_gives_the_battles_of_a_full_read(tmp_path, monkeypatch, case):
     from arena_cli.io import ingest
@@ -361,6 +363,76 @@ def test_a_lean_read_gives_the_battles_of_a_full_read(tmp_path, monkeypatch, cas
     assert [s.stored for s in result.summaries] == [s.stored for s in full.summaries]
 
 
+def _canonical_parquet(path, **changes):
+    """A parquet log as tools write it (trimmed names, known labels, typed fields, extras, ids), with ``changes``."""
+    frame = pl.DataFrame({
+        "id": ["p1", "p2", "p3", "p4"], "model_a": ["x", "y", "x", "z"], "model_b": ["y", "z", "z", "x"],
+        "winner": ["model_a", "tie (bothbad)", "model_b", "tie"], "turn": ["1", None, "3", "2"],
+        "tstamp": [1.7e9, 1.7e9 + 60, None, 1.7e9 + 3600], "language": ["en", " de ", None, ""], "score": [0.5, 1.5, 2.5, None],
+    }).with_columns(**{name: pl.Series(values) for name, values in changes.items()})
+    frame.write_parquet(path)
+    return path
+
+
+STREAMED_COLUMNS = [*LEAN_COLUMNS, "timestamp", "language"]
+
+
+@pytest.mark.parametrize("change, streamed", [
+    ({}, True),
+    ({"id": [None, None, None, None]}, True),
+    ({"model_b": ["y", "z ", "z", "x"]}, False),  # a name to trim
+    ({"winner": ["model_a", "Tie", "model_b", "tie"]}, False),  # a label to normalise
+    ({"winner": ["model_a", "draw", "model_b", "tie"]}, False),  # an unknown label: quarantined
+    ({"model_b": ["y", "z", "x", "x"]}, False),  # a self-battle: quarantined
+    ({"model_a": ["x", None, "x", "z"]}, False),  # a missing name: quarantined
+    ({"turn": ["1", "two", "3", "2"]}, False),  # a field that does not parse: quarantined
+    ({"id": ["p1", "p2", "p1", "p4"]}, False),  # a repeated id: hashes decide (a full read)
+])
+def test_parquet_logs_already_canonical_are_streamed_with_the_battles_of_a_full_read(tmp_path, monkeypatch, change, streamed):
+    """A parquet log whose rows need no trimming, mapping or rejecting is read by two streaming passes; any
+    other goes through the batch path. Either way the battles and rejections are those of a full read."""
+    from arena_cli.io import ingest
+
+    path = _canonical_parquet(tmp_path / "v.parquet", **change)
+    full = read_sources([path])
+    calls, batches = [], ingest.stream
+    monkeypatch.setattr(ingest, "stream", lambda *a, **k: calls.append(1) or batches(*a, **k))
+    result = read_sources([path], columns=STREAMED_COLUMNS)
+    assert (not calls) == streamed
+    expected = full.battles.select([c for c in STREAMED_COLUMNS if c in full.battles.columns])
+    assert result.battles.columns == expected.columns
+    assert result.battles.equals(expected)
+    assert result.quarantine.select("source_row", "reason", "detail").equals(full.quarantine.select("source_row", "reason", "detail"))
+    assert [(s.rows_read, s.stored, s.duplicates) for s in result.summaries] == [(s.rows_read, s.stored, s.duplicates) for s in full.summaries]
+
+
+def test_streamed_reads_reduce_within_the_query_and_check_ids_across_files(tmp_path):
+    """``reduce`` gets the canonical query, lazily; ids are checked across all files as batch reads do."""
+    one = _canonical_parquet(tmp_path / "one.parquet")
+    two = _canonical_parquet(tmp_path / "two.parquet", id=["q1", "q2", "q3", "q4"])
+    seen = []
+
+    def reduce(frame):
+        seen.append(type(frame))
+        return frame.select("model_a", "outcome")
+
+    result = read_sources([one, two], columns=STREAMED_COLUMNS, reduce=reduce)
+    assert seen == [pl.LazyFrame, pl.LazyFrame]
+    assert result.battles["outcome"].to_list() == ["model_a", "both_bad", "model_b", "tie"] * 2
+    repeated = read_sources([one, one], columns=STREAMED_COLUMNS)  # the same ids twice: duplicates, dropped
+    assert repeated.battles.equals(read_sources([one], columns=STREAMED_COLUMNS).battles)
+    idless = _canonical_parquet(tmp_path / "idless.parquet", id=[None] * 4)
+    assert read_sources([idless, idless], columns=STREAMED_COLUMNS).battles.height == 4  # one vote in two logs
+
+
+def test_a_corrupt_parquet_file_is_an_input_error_on_the_streamed_path(tmp_path):
+    path = _canonical_parquet(tmp_path / "v.parquet")
+    data = path.read_bytes()
+    path.write_bytes(data[:8] + b"\0" * 64 + data[72:])
+    with pytest.raises(InputError):
+        read_sources([path], columns=STREAMED_COLUMNS)
+
+
 def test_a_read_asking_for_ids_is_a_full_read(tmp_path):
     path = write_jsonl(tmp_path / "v.jsonl", [row(), row()])
     battles = read_sources([path], columns=["battle_id", "model_a"]).battles
@@ -371,7 +443,7 @@ def test_a_read_asking_for_ids_is_a_full_read(tmp_path):
 def test_lean_parquet_reads_size_their_batches_by_the_columns_read(tmp_path):
     """Narrow columns (names, labels, counts) are read in batches of about NARROW_BATCH_BYTES, more rows the
     fewer columns; a read of texts keeps the ingest's rows per batch."""
-    from arena_cli.io.ingest import NARROW_BATCH_BYTES, NARROW_BATCH_ROWS, SHORT_TEXT_BYTES, IngestOptions, _lean_parquet_read
+    from arena_cli.io.ingest import NARROW_BATCH_BYTES, NARROW_BATCH_ROWS, SHORT_TEXT_BYTES, IngestOptions, _lean_parquet
 
     counts = {f"c{i}_{side}": [1] for i in range(10) for side in "ab"}
     votes = pl.DataFrame({"model_a": ["x"], "model_b": ["y"], "winner": ["tie"], **counts})
@@ -380,10 +452,15 @@ def test_lean_parquet_reads_size_their_batches_by_the_columns_read(tmp_path):
     votes.with_columns(pl.Series("conversation_a", conversation)).write_parquet(tmp_path / "texts.parquet")
     options = IngestOptions()
     names = ["model_a", "model_b", "outcome"]
+
+    def read(path, columns):
+        lean = _lean_parquet(tmp_path / path, options, columns)
+        return lean.columns, lean.batch_rows(options)
+
     narrow = min(NARROW_BATCH_ROWS, NARROW_BATCH_BYTES // (3 * SHORT_TEXT_BYTES))
-    assert _lean_parquet_read(tmp_path / "v.parquet", options, names) == (["model_a", "model_b", "winner"], narrow)
-    read, rows = _lean_parquet_read(tmp_path / "v.parquet", options, [*names, *counts])
-    assert set(read) == {"model_a", "model_b", "winner", *counts}
+    assert read("v.parquet", names) == (["model_a", "model_b", "winner"], narrow)
+    columns, rows = read("v.parquet", [*names, *counts])
+    assert set(columns) == {"model_a", "model_b", "winner", *counts}
     assert options.batch_rows < rows == NARROW_BATCH_BYTES // (3 * SHORT_TEXT_BYTES + 8 * len(counts)) < NARROW_BATCH_ROWS
-    read, rows = _lean_parquet_read(tmp_path / "texts.parquet", options, names)  # texts are read to be validated
-    assert "conversation_a" in read and rows == options.batch_rows
+    columns, rows = read("texts.parquet", names)  # texts are read to be validated
+    assert "conversation_a" in columns and rows == options.batch_rows

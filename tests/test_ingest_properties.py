@@ -219,3 +219,27 @@ def test_parquet_rows_are_checked_per_distinct_value_exactly_as_per_row(tmp_path
         ingest._by_distinct = original
     assert fast.battles.equals(slow.battles)
     assert fast.quarantine.equals(slow.quarantine)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.tuples(names, names, winner_labels, st.sampled_from(["1", "2", " 3", "x", "", None]), st.sampled_from(["i1", "i2", "i3", "sha-1", None])),
+        min_size=0, max_size=10,
+    ),
+    st.booleans(),
+)
+@example([("m1", "m2", "model_a", "1", "i1"), ("m2", "m1", "tie", None, "i2")], True)
+@example([("m1", "m2", "model_a", "1", None), ("m2", "m1", "tie", None, None)], False)
+def test_lean_reads_of_parquet_give_the_battles_of_a_full_read(tmp_path, rows, twice):
+    """Whichever path a lean read of parquet takes (streamed when rows are already canonical, else batches),
+    its battles, rejections and counts equal those of a full read."""
+    path = tmp_path / "votes.parquet"
+    schema = {"model_a": pl.String, "model_b": pl.String, "winner": pl.String, "turn": pl.String, "id": pl.String}
+    pl.DataFrame(rows, schema=schema, orient="row").write_parquet(path)
+    paths = [path, path] if twice else [path]
+    columns = ["model_a", "model_b", "outcome", "turn"]
+    full, lean = read_sources(paths), read_sources(paths, columns=columns)
+    assert lean.battles.equals(full.battles.select(columns))
+    assert lean.quarantine.select("source_row", "reason", "detail").equals(full.quarantine.select("source_row", "reason", "detail"))
+    assert [(s.rows_read, s.stored, s.duplicates) for s in lean.summaries] == [(s.rows_read, s.stored, s.duplicates) for s in full.summaries]

@@ -143,6 +143,21 @@ def test_per_side_counts_given_as_text_are_read_as_numbers():
         D.prepare(numbers.with_columns(pl.col("tokens_a").cast(pl.Boolean)), options)
 
 
+def test_the_encoder_tells_whether_every_battle_has_its_counts():
+    """A count missing for one battle (a file whose counts have a gap: computed from its texts instead) is told
+    apart from a count that is not a number (an input error later) and from a user covariate's gap."""
+    counts = frame(ROUND_ROBIN, tokens_a=["1", "2", "3", "4", "5"], tokens_b=["5", "4", "3", "2", "1"], mood=[0.1, None, 0.3, 0.4, 0.5])
+    encode = D.Encoder(FitOptions(style="length,mood"))
+    assert encode.counted(encode(counts))
+    gap = counts.with_columns(pl.when(pl.int_range(pl.len()) == 3).then(None).otherwise(pl.col("tokens_a")).alias("tokens_a"))
+    assert not encode.counted(encode(gap))
+    assert not encode.counted(encode(gap.lazy()).collect())
+    garbled = counts.with_columns(pl.when(pl.int_range(pl.len()) == 3).then(pl.lit("many")).otherwise(pl.col("tokens_a")).alias("tokens_a"))
+    assert encode.counted(encode(garbled))
+    mood = D.Encoder(FitOptions(style="mood"))
+    assert mood.counted(mood(gap))
+
+
 def test_battles_without_features_are_left_out_and_constant_features_dropped():
     battles = frame(ROUND_ROBIN + [("a", "b", "model_b")], tokens_a=[1, 2, 3, 4, 5, None], tokens_b=[2, 2, 2, 2, 2, 2],
                     bold_star_a=[0] * 6, bold_star_b=[0] * 6, bold_underscore_a=[0] * 6, bold_underscore_b=[0] * 6)

@@ -19,7 +19,9 @@ from typing import Any
 
 import polars as pl
 
+from arena_cli.dataset import Frame
 from arena_cli.errors import InputError, RejectedRowsError
+from arena_cli.exprs import lookup
 from arena_cli.io.readers import RAW, ROW, RawBatch, container_of, read_batches
 from arena_cli.schema import (
     BATTLE_SCHEMA,
@@ -346,16 +348,48 @@ def _by_distinct(batch: pl.DataFrame, column: str, expr: pl.Expr) -> pl.Expr:
     return pl.col(column).replace_strict(distinct[column], distinct["__value"], default=None, return_dtype=pl.String)
 
 
+#: A wrong-type check: (reason, flag, field, detail). The row is bad where ``flag`` (on source columns) holds
+#: and, when a ``field`` is named, its parsed value is null.
+Check = tuple[str, pl.Expr, str | None, str]
+
+
+def _field_exprs(schema: pl.Schema, col: dict[str, str]) -> tuple[dict[str, pl.Expr], list[Check]]:
+    """The typed fields (timestamp, turn, anony, counts) and plain text fields (judge, question_id, language,
+    category) a plan maps, as expressions on the source columns, with the wrong-type check of each typed one."""
+    out: dict[str, pl.Expr] = {}
+    bad: list[Check] = []
+    parsers = {"timestamp": _timestamp, "turn": _integer, "anony": _boolean, **{c: _count for c in META_COLUMNS}}
+    for name, parse in parsers.items():
+        if name in col:
+            out[name] = parse(col[name], schema[col[name]])
+            present = _text(col[name], schema[col[name]]).is_not_null()
+            bad.append((QuarantineReason.WRONG_TYPE.value, present, name, f"{col[name]}: not a valid {name}"))
+    for name in ("judge", "question_id", "language", "category"):
+        if name in col:
+            out[name] = _text(col[name], schema[col[name]])
+    return out, bad
+
+
+def _extra_exprs(schema: pl.Schema, plan: Plan) -> dict[str, pl.Expr]:
+    """The source columns no field takes, kept under their names (``extra_<name>`` where a name is canonical)."""
+    extras: dict[str, pl.Expr] = {}
+    for name in plan.extras:
+        target = name if name not in BATTLE_SCHEMA else f"extra_{name}"
+        # Nested extras are kept as exact JSON text: their inferred types vary from batch to batch (and a
+        # batch read line by line gives text), and store parts must agree on each column's type.
+        extras[target] = json_text(pl.col(name)) if schema[name].is_nested() else pl.col(name)
+    return extras
+
+
+def _id_expr(schema: pl.Schema, col: dict[str, str]) -> pl.Expr:
+    return _text(col["battle_id"], schema[col["battle_id"]]) if "battle_id" in col else pl.lit(None, dtype=pl.String)
+
+
 def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Map one batch to canonical columns and validate every row. Returns (accepted, quarantined)."""
     schema = batch.schema
     col = plan.columns
     out: dict[str, pl.Expr] = {}
-    # (reason, flag, field, detail): the row is bad where ``flag`` (on source columns) holds and, when a
-    # ``field`` is named, its parsed value is null. Flags are computed with the fields in one pass; the checks
-    # then only read computed columns, so no parser runs twice.
-    bad: list[tuple[str, pl.Expr, str | None, str]] = []
-
     for name in ("model_a", "model_b"):
         out[name] = _by_distinct(batch, col[name], _text(col[name], schema[col[name]]))
 
@@ -367,15 +401,10 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
         outcome = _by_distinct(batch, col["outcome"], label.str.to_lowercase().replace_strict(labels, default=None, return_dtype=pl.String))
     out["outcome"] = outcome
 
-    parsers = {"timestamp": _timestamp, "turn": _integer, "anony": _boolean, **{c: _count for c in META_COLUMNS}}
-    for name, parse in parsers.items():
-        if name in col:
-            out[name] = parse(col[name], schema[col[name]])
-            present = _text(col[name], schema[col[name]]).is_not_null()
-            bad.append((QuarantineReason.WRONG_TYPE.value, present, name, f"{col[name]}: not a valid {name}"))
-    for name in ("judge", "question_id", "language", "category"):
-        if name in col:
-            out[name] = _text(col[name], schema[col[name]])
+    # the wrong-type flags are computed with the fields in one pass; the checks then only read computed
+    # columns, so no parser runs twice
+    fields, bad = _field_exprs(schema, col)
+    out.update(fields)
 
     decoded: dict[str, pl.Series] = {}
     for side in ("a", "b"):
@@ -415,12 +444,7 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
     if decoded:
         batch = batch.with_columns(pl.Series(f"__{k}", v) for k, v in decoded.items())
 
-    extras: dict[str, pl.Expr] = {}
-    for name in plan.extras:
-        target = name if name not in BATTLE_SCHEMA else f"extra_{name}"
-        # Nested extras are kept as exact JSON text: their inferred types vary from batch to batch (and a
-        # batch read line by line gives text), and store parts must agree on each column's type.
-        extras[target] = json_text(pl.col(name)) if schema[name].is_nested() else pl.col(name)
+    extras = _extra_exprs(schema, plan)
 
     if label is None:
         winner_detail = pl.lit("winner_model_a/winner_model_b/winner_tie: exactly one must be 1")
@@ -439,7 +463,7 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
     frame = batch.select(
         *[e.alias(k) for k, e in out.items()],
         *[e.alias(k) for k, e in extras.items()],
-        (_text(col["battle_id"], schema[col["battle_id"]]) if "battle_id" in col else pl.lit(None, dtype=pl.String)).alias("battle_id"),
+        _id_expr(schema, col).alias("battle_id"),
         pl.col(ROW).alias("source_row"),
         *[flag.fill_null(False).alias(f"__flag{i}") for i, (_, flag, _, _) in enumerate(bad)],
         *([pl.col(RAW)] if RAW in batch.columns else []),
@@ -633,7 +657,7 @@ def stream(
     """
     labels = check_sources(paths, options)
     lean_ids = _LeanIds() if columns is not None else None
-    for path in paths:
+    for number, path in enumerate(paths):
         summary = SourceSummary(str(path))
         plan: Plan | None = None
         occurrences = pl.DataFrame(schema={"content_hash": pl.String, "__seen": pl.Int64})
@@ -641,7 +665,8 @@ def stream(
         fmt = _detect_fmt(Path(path), options)
         read_columns, batch_rows = None, options.batch_rows
         if columns is not None and fmt == "parquet":
-            read_columns, batch_rows = _lean_parquet_read(Path(path), options, columns)
+            lean = _lean_parquet(Path(path), options, columns)
+            read_columns, batch_rows = lean.columns, lean.batch_rows(options)
         for raw in read_batches(Path(path), fmt, batch_rows, read_columns):
             batches += 1
             summary.rows_read += raw.frame.height + raw.rejected.height
@@ -655,7 +680,7 @@ def stream(
                 summary.quarantined.update(invalid["reason"].to_list())
                 rejected = pl.concat([rejected, invalid])
                 if lean_ids is not None:
-                    lean_ids.add(str(path), accepted["battle_id"])
+                    lean_ids.add(number, accepted["battle_id"])
                     accepted = _wanted(conform(accepted), columns)
                 else:
                     accepted, occurrences = add_hashes(accepted, occurrences)
@@ -683,9 +708,10 @@ VALIDATED = ("model_a", "model_b", "outcome", "timestamp", "turn", "anony", "con
 IDENTITY = ("battle_id", "content_hash", "source_file", "source_row")
 
 
-def _wanted(frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
+def _wanted(frame: pl.DataFrame | pl.LazyFrame, columns: Sequence[str]) -> pl.DataFrame | pl.LazyFrame:
     """The wanted columns that a canonical frame has (every canonical one; extras where the source had them)."""
-    return frame.select([c for c in columns if c in frame.columns])
+    names = frame.collect_schema().names()
+    return frame.select([c for c in columns if c in names])
 
 
 def _lean_plan(plan: Plan, columns: Sequence[str]) -> Plan:
@@ -709,20 +735,34 @@ TEXT_FIELDS = ("conversation_a", "conversation_b", "conv_metadata")
 SHORT_TEXT_BYTES = 32
 
 
-def _lean_parquet_read(path: Path, options: IngestOptions, columns: Sequence[str]) -> tuple[list[str] | None, int]:
-    """The parquet columns a lean read needs (None: all of them, for the Kaggle dialect), and its batch size."""
+@dataclass(frozen=True)
+class _LeanParquet:
+    """What a lean read takes from one parquet file: the columns (None: all of them, for the Kaggle dialect),
+    and whether they are narrow (no texts, nothing nested)."""
+
+    schema: pl.Schema
+    plan: Plan
+    columns: list[str] | None
+    narrow: bool
+
+    def batch_rows(self, options: IngestOptions) -> int:
+        if not self.narrow:
+            return options.batch_rows
+        dtypes = [self.schema[c] for c in self.columns or ()]
+        row_bytes = sum(8 if dtype.is_numeric() or dtype.is_temporal() or dtype == pl.Boolean else SHORT_TEXT_BYTES for dtype in dtypes) or 1
+        return min(NARROW_BATCH_ROWS, max(options.batch_rows, NARROW_BATCH_BYTES // row_bytes))
+
+
+def _lean_parquet(path: Path, options: IngestOptions, columns: Sequence[str]) -> _LeanParquet:
     from arena_cli.io.readers import parquet_schema
 
     schema = parquet_schema(path)
     plan = _lean_plan(plan_for(list(schema), options, str(path)), columns)
     if plan.dialect == "kaggle":
-        return None, options.batch_rows
-    read = list(dict.fromkeys([*plan.columns.values(), *plan.extras]))
-    dtypes = [schema[c] for c in read if c in schema]
-    if set(TEXT_FIELDS) & set(plan.columns) or any(dtype.is_nested() for dtype in dtypes):
-        return read, options.batch_rows
-    row_bytes = sum(8 if dtype.is_numeric() or dtype.is_temporal() or dtype == pl.Boolean else SHORT_TEXT_BYTES for dtype in dtypes) or 1
-    return read, min(NARROW_BATCH_ROWS, max(options.batch_rows, NARROW_BATCH_BYTES // row_bytes))
+        return _LeanParquet(schema, plan, None, narrow=False)
+    read = [c for c in dict.fromkeys([*plan.columns.values(), *plan.extras]) if c in schema]
+    narrow = not set(TEXT_FIELDS) & set(plan.columns) and not any(schema[c].is_nested() for c in read)
+    return _LeanParquet(schema, plan, read, narrow)
 
 
 class _LeanIds:
@@ -733,9 +773,9 @@ class _LeanIds:
 
     def __init__(self) -> None:
         self.ids: list[pl.Series] = []
-        self.idless_sources: set[str] = set()
+        self.idless_sources: set[int] = set()  # by position: a file given twice is two sources
 
-    def add(self, source: str, ids: pl.Series) -> None:
+    def add(self, source: int, ids: pl.Series) -> None:
         if ids.null_count():
             self.idless_sources.add(source)
             if len(self.idless_sources) > 1:
@@ -752,6 +792,101 @@ class _LeanIds:
 
 class _FullReadNeeded(Exception):
     """A lean read met ids that only content hashes can settle."""
+
+
+# -- streamed reads: lean reads of parquet logs whose rows are already canonical -----------------------------
+
+
+def _streamed(paths: list[Path], options: IngestOptions, columns: Sequence[str], reduce: Callable[[Frame], Frame]) -> IngestResult | None:
+    """A lean read of parquet files in two polars streaming passes per file; None where it does not apply.
+
+    Why: most logs a fit reads were written by tools, with trimmed model names, known winner labels and no
+    row to reject. For files of narrow columns (no texts, nothing nested), a first pass checks exactly that
+    over every row (:func:`_canonical_rows`); a second reads, maps and ``reduce``s the rows in one streaming
+    query, which never holds the read columns whole. Any other file, or a single row to quarantine or to
+    trim, returns None: the batch path (:func:`stream`) reads the files and gives every rejected row its reason.
+    """
+    labels = check_sources(paths, options)
+    if not paths:
+        return None
+    leans: list[_LeanParquet] = []
+    for path in paths:
+        if _detect_fmt(Path(path), options) != "parquet":
+            return None
+        lean = _lean_parquet(Path(path), options, columns)
+        names = [lean.plan.columns[f] for f in ("model_a", "model_b", "outcome")] if lean.plan.dialect == "arena" else []
+        if not lean.narrow or not names or any(lean.schema[c] != pl.String for c in names):
+            return None
+        leans.append(lean)
+    lean_ids = _LeanIds()
+    summaries: dict[str, SourceSummary] = {}  # one per source, as batch reads give
+    for number, (path, lean) in enumerate(zip(paths, leans)):
+        checked = _canonical_rows(Path(path), lean, labels)
+        if checked is None:
+            return None
+        rows, ids = checked
+        lean_ids.add(number, ids)
+        summaries[str(path)] = SourceSummary(str(path), rows_read=rows, stored=rows)
+    lean_ids.check()
+    battles = []
+    for path, lean in zip(paths, leans):
+        schema, plan = lean.schema, lean.plan
+        col = plan.columns
+        fields, _ = _field_exprs(schema, col)
+        canonical = _scan(Path(path), lean).select(
+            pl.col(col["model_a"]).alias("model_a"),
+            pl.col(col["model_b"]).alias("model_b"),
+            lookup(pl.col(col["outcome"]), labels, None, pl.String).alias("outcome"),  # every label is a known one as it is
+            *[e.alias(k) for k, e in fields.items()],
+            *[e.alias(k) for k, e in _extra_exprs(schema, plan).items()],
+            _id_expr(schema, col).alias("battle_id"),
+        )
+        battles.append(_streamed_collect(reduce(_wanted(conform(canonical), columns)), Path(path)))
+    return IngestResult(pl.concat(battles, how="diagonal_relaxed"), pl.DataFrame(schema=QUARANTINE_SCHEMA), list(summaries.values()))
+
+
+def _scan(path: Path, lean: _LeanParquet) -> pl.LazyFrame:
+    return pl.scan_parquet(path).select(lean.columns)
+
+
+def _streamed_collect(query: pl.LazyFrame, path: Path) -> pl.DataFrame:
+    try:
+        return query.lazy().collect(engine="streaming")
+    except pl.exceptions.PolarsError as error:
+        raise InputError(f"{path}: unreadable parquet file ({error})") from None
+
+
+def _canonical_rows(path: Path, lean: _LeanParquet, labels: dict[str, str]) -> tuple[int, pl.Series] | None:
+    """(rows, ids) of a file whose every row :func:`canonicalize` would accept as it is: model names present,
+    trimmed and different from each other, winner labels among ``labels`` as they are, typed fields that
+    parse. Else None.
+
+    One streaming pass over the names, labels, ids and typed fields; the names are checked once per distinct
+    value, as the batch path does."""
+    schema, col = lean.schema, lean.plan.columns
+    a, b, outcome = (pl.col(col[f]) for f in ("model_a", "model_b", "outcome"))
+    fields, checks = _field_exprs(schema, col)
+    valid = pl.all_horizontal(
+        a.is_not_null(), b.is_not_null(), a != b, outcome.is_in(list(labels)),
+        *[~(flag & fields[field].is_null()) for _, flag, field, _ in checks],
+    ).fill_null(False)
+    has_ids = "battle_id" in col
+    found = _streamed_collect(
+        _scan(path, lean).select(
+            pl.len().alias("rows"),
+            valid.all().alias("valid"),
+            a.unique().implode().alias("names_a"),
+            b.unique().implode().alias("names_b"),
+            *([_id_expr(schema, col).implode().alias("ids")] if has_ids else []),
+        ),
+        path,
+    )
+    rows = int(found["rows"].item())
+    names = pl.concat([found["names_a"].explode(), found["names_b"].explode()]).to_frame("name")
+    if not found["valid"].item() or not names.select(_text("name", pl.String).eq_missing(pl.col("name")).all()).item():
+        return None
+    ids = found["ids"].explode() if has_ids else pl.Series("ids", [None] if rows else [], dtype=pl.String)  # id-less votes
+    return rows, ids
 
 
 def check_sources(paths: list[Path], options: IngestOptions) -> dict[str, str]:
@@ -783,23 +918,26 @@ def _raw_of(batch: pl.DataFrame, rows: pl.Series) -> pl.Series:
 
 def read_sources(
     paths: list[Path], options: IngestOptions | None = None, columns: Sequence[str] | None = None,
-    reduce: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
+    reduce: Callable[[Frame], Frame] | None = None,
 ) -> IngestResult:
     """Read vote logs in memory (no store): for one-shot use such as ``arena fit votes.jsonl``.
 
     ``columns``: the canonical columns the caller needs. Unless they include an id or provenance column, the
     read is *lean*: the same battles as a full read (every row validated, duplicates dropped), but hashes
     are computed only when ids make them necessary, which is rare and then costs a second, full read. The
-    quarantined rows of a lean read of parquet show only the columns that were read.
+    quarantined rows of a lean read of parquet show only the columns that were read. Parquet files whose
+    rows are already canonical are read by polars' streaming engine (see :func:`_streamed`).
 
     ``reduce``: a row-wise projection of the battles (a fit's few values per battle from many columns);
-    a lean read applies it batch by batch as the battles are read, so only its result is ever held whole.
+    a lean read applies it batch by batch as the battles are read (or within the streaming query, to a
+    ``LazyFrame``), so only its result is ever held whole.
     """
     options = options or IngestOptions()
     reduce = reduce or (lambda frame: frame)
     if columns is not None and not set(columns) & set(IDENTITY):
         try:
-            return _collect(stream(paths, options, seen_keys(_NO_BATTLES), columns), columns, reduce)
+            streamed = _streamed(paths, options, columns, reduce)
+            return streamed if streamed is not None else _collect(stream(paths, options, seen_keys(_NO_BATTLES), columns), columns, reduce)
         except _FullReadNeeded:
             pass
     result = _collect(stream(paths, options, seen_keys(_NO_BATTLES)), None, lambda frame: frame)

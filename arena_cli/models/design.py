@@ -180,7 +180,7 @@ def _outcome_expr(options: FitOptions) -> pl.Expr:
 
 @dataclass(frozen=True)
 class Encoded:
-    """Battle parts already reduced by an :func:`encoder` (as they were read: see ``reduce`` in
+    """Battle parts already reduced by an :class:`Encoder` (as they were read: see ``reduce`` in
     :func:`arena_cli.models.inputs.load_fit_battles`) for fits with the same options."""
 
     parts: Sequence[Frame]
@@ -190,24 +190,27 @@ class Encoded:
 Battles = Frame | Sequence[Frame] | Encoded
 
 
-def encoder(options: FitOptions) -> Callable[[Frame], Frame]:
+class Encoder:
     """The per-battle values a fit with ``options`` uses, computed from a frame of battles in one polars pass:
     model and outcome codes, the style terms (before standardisation), the cluster values.
 
-    Row-wise, so it can run on each part of a table, or on each batch as a file is read, and only its result
-    is ever held whole, never the per-side counts the terms come from.
+    Row-wise, so it can run on each part of a table, or on each batch as a file is read (or within a
+    streaming query), and only its result is ever held whole, never the per-side counts the terms come from.
     """
-    options = options.resolved()
-    terms = parse_style(options.style)
 
-    def encode(frame: Frame) -> Frame:
+    def __init__(self, options: FitOptions):
+        self.options = options.resolved()
+        self.terms = parse_style(self.options.style)
+
+    def __call__(self, frame: Frame) -> Frame:
+        options = self.options
         schema = frame.collect_schema()
         for column in ("model_a", "model_b", "outcome"):
             if column not in schema:
                 raise InputError(f"battles have no {column!r} column (columns: {', '.join(schema)})")
         if options.cluster and options.cluster not in schema:
             raise InputError(f"--cluster {options.cluster!r}: no such column (columns: {', '.join(schema)})")
-        style, unusable = _style_exprs(schema, terms)
+        style, unusable = _style_exprs(schema, self.terms)
         return frame.select(
             # global categories: a model has the same code in both columns and every part, so each name is hashed once
             pl.col("model_a").cast(pl.String).cast(pl.Categorical).alias("_a"),
@@ -218,16 +221,25 @@ def encoder(options: FitOptions) -> Callable[[Frame], Frame]:
             *(check.alias(f"_unusable{i}") for i, check in enumerate(unusable)),
         )
 
-    return encode
+    def counted(self, encoded: pl.DataFrame) -> bool:
+        """Whether every encoded battle has the per-side counts of the style's feature groups and features: a
+        term's value is null where a count is missing (or is text that is not a number: unusable, not missing)."""
+        from arena_cli.features.registry import BY_NAME, STYLE_GROUPS
+
+        missing = [
+            pl.col(f"_style{i}").is_null() & ~pl.col(f"_unusable{i}").fill_null(False)
+            for i, term in enumerate(self.terms) if term in STYLE_GROUPS or term in BY_NAME
+        ]
+        return not missing or not encoded.select(pl.any_horizontal(missing).any()).item()
 
 
 def _encode(battles: Battles, options: FitOptions, terms: tuple[str, ...]):
-    """The battles' :func:`encoder` values, part by part (unless encoded already), checked and as numpy arrays."""
+    """The battles' :class:`Encoder` values, part by part (unless encoded already), checked and as numpy arrays."""
     if isinstance(battles, Encoded):
         raw, encoded_parts = None, list(battles.parts)
     else:
         raw = [battles] if isinstance(battles, (pl.DataFrame, pl.LazyFrame)) else list(battles)
-        encode = encoder(options)
+        encode = Encoder(options)
         encoded_parts = [encode(part.lazy()) for part in raw]
     if not encoded_parts:
         raise NoDataError("no battles to fit")

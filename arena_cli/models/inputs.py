@@ -19,7 +19,7 @@ from arena_cli.dataset import Frame
 from arena_cli.models.options import FitOptions, parse_style
 
 if TYPE_CHECKING:
-    from arena_cli.models.design import Encoded
+    from arena_cli.models.design import Encoded, Encoder
 
 
 def _feature_members(term: str) -> tuple[str, ...] | None:
@@ -42,13 +42,13 @@ def load_fit_battles(
     exclude_models: Sequence[str] | None = None,
     recipe: str = "default",
     encoding: str = "cl100k_base",
-    reduce: Callable[[Frame], Frame] | None = None,
+    reduce: Encoder | None = None,
 ) -> list[Frame]:
     """Battles for fitting every style spec in ``styles`` (one for ``arena fit``, several for variants), in
     parts: one per store part when nothing needs computing (a store whose counts are complete); else one.
 
-    ``reduce``: a row-wise projection applied part by part, and batch by batch as files are read (a fit's
-    :func:`arena_cli.models.design.encoder`), so that the per-side counts are never held whole.
+    ``reduce``: a fit's :class:`~arena_cli.models.design.Encoder`, applied part by part, and batch by batch (or
+    within a streaming query) as files are read, so that the per-side counts are never held whole.
     """
     from arena_cli.dataset import load_battle_parts, load_battles
     from arena_cli.features.registry import side_columns
@@ -78,14 +78,17 @@ def load_fit_battles(
     if not computed:
         return load_battle_parts(sources, store, columns=columns, reduce=reduce, **filters)
     if sources and reduce is not None:
-        # files usually carry their counts: reduced batch by batch, unless a batch lacks some (read again whole)
-        def reduce_complete(batch: pl.DataFrame) -> pl.DataFrame:
-            if not _complete(batch, feature_columns):
+        # files usually carry their counts: reduced as they are read, unless some battle lacks them (read again whole)
+        def reduce_counted(batch: Frame) -> Frame:
+            schema = batch.collect_schema()
+            if not all(c in schema and schema[c] != pl.Null for c in feature_columns):
                 raise _CountsMissing
             return reduce(batch)
 
         try:
-            return load_battle_parts(sources, store, columns=columns, reduce=reduce_complete, **filters)
+            parts = load_battle_parts(sources, store, columns=columns, reduce=reduce_counted, **filters)
+            if all(reduce.counted(part) for part in parts):
+                return parts
         except _CountsMissing:
             pass
     battles = load_battles(sources, store, columns=columns, **filters)
@@ -120,11 +123,11 @@ def load_encoded_battles(
     encoding: str = "cl100k_base",
 ) -> Encoded:
     """The battles for ``fit(_, options)``, reduced to the values the fit uses as they are read (the
-    :func:`~arena_cli.models.design.encoder`): a one-shot fit of a large file never holds its per-side counts."""
-    from arena_cli.models.design import Encoded, encoder
+    :class:`~arena_cli.models.design.Encoder`): a one-shot fit of a large file never holds its per-side counts."""
+    from arena_cli.models.design import Encoded, Encoder
 
     parts = load_fit_battles(
         sources, store, [options.style], cluster=options.cluster, where=where, models=models, exclude_models=exclude_models,
-        recipe=recipe, encoding=encoding, reduce=encoder(options),
+        recipe=recipe, encoding=encoding, reduce=Encoder(options),
     )
     return Encoded(parts)
