@@ -12,6 +12,7 @@ $(BIN)/python:
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m compileall -q arena_cli  # an editable install does not; with PYTHONDONTWRITEBYTECODE nothing would
 	touch $@
 
 demo: $(VENV)/.installed-test
