@@ -1,11 +1,30 @@
-"""The stderr console: logs, summaries and progress bars go here, data goes to stdout."""
+"""The stderr console: logs, summaries and progress bars go here, data goes to stdout.
+
+rich is imported on first use: a command that prints nothing to stderr (a cron job writing ``-o FILE``) does
+not pay for it.
+"""
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.markup import escape
+import functools
+import sys
+from typing import TYPE_CHECKING
 
-err_console = Console(stderr=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+@functools.cache
+def _console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def __getattr__(name: str):
+    if name == "err_console":  # ``from arena_cli.console import err_console``: created when first asked for
+        return _console()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _NoProgress:
@@ -29,7 +48,7 @@ class _NoProgress:
 
 def progress(transient: bool = True):
     """A rich progress bar on stderr, or nothing when stderr is not a terminal."""
-    if not err_console.is_terminal:
+    if not sys.stderr.isatty() or not _console().is_terminal:
         return _NoProgress()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -38,14 +57,18 @@ def progress(transient: bool = True):
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
-        console=err_console,
+        console=_console(),
         transient=transient,
     )
 
 
 def warn(message: str) -> None:
-    err_console.print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False, soft_wrap=True)
+    from rich.markup import escape
+
+    _console().print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 def info(message: str) -> None:
-    err_console.print(escape(message), highlight=False, soft_wrap=True)
+    from rich.markup import escape
+
+    _console().print(escape(message), highlight=False, soft_wrap=True)
