@@ -72,7 +72,8 @@ def load_battle_parts(
                     part.select(condition.sum()).collect()
                 part = part.filter(condition)
             except Exception as error:
-                raise InputError(f"--where {where!r} failed: {error}") from None
+                # the first line says what failed; polars adds the query plan of a lazy frame after it
+                raise InputError(f"--where {where!r} failed: {str(error).splitlines()[0]}") from None
         if models:
             keep = pl.Series(list(models)).implode()
             part = part.filter(pl.col("model_a").is_in(keep) & pl.col("model_b").is_in(keep))
