@@ -19,3 +19,25 @@ def test_help_imports_no_heavy_module():
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "", f"`arena --help` imports {loaded}"
+
+
+def test_a_fit_to_a_file_needs_no_terminal_library_and_exits_cleanly(tmp_path):
+    """A cron fit (-o FILE, nothing on stderr) never imports rich; the entry point freezes the garbage
+    collector at exit (to skip the last collection), and the output and exit code are whole."""
+    from sim_battles import simulate
+
+    votes, out = tmp_path / "votes.parquet", tmp_path / "fit.json"
+    simulate(600, 4, seed=1)[0].write_parquet(votes)
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('rich' in sys.modules, file=sys.stderr))\n"
+        "sys.argv = ['arena', 'fit', sys.argv[1], '--ci', 'none', '-o', sys.argv[2]]\n"
+        "from arena_cli.cli import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(votes), str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == "False"
+    assert out.read_text().startswith("{")
+    failed = subprocess.run([sys.executable, "-m", "arena_cli", "fit", str(tmp_path / "missing.parquet")], capture_output=True, text=True)
+    assert failed.returncode == 3 and "no such file" in failed.stderr
