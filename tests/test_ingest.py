@@ -380,17 +380,17 @@ STREAMED_COLUMNS = [*LEAN_COLUMNS, "timestamp", "language"]
 @pytest.mark.parametrize("change, streamed", [
     ({}, True),
     ({"id": [None, None, None, None]}, True),
+    ({"winner": ["model_a", "draw", "model_b", "tie"]}, True),  # an unknown label: quarantined
+    ({"model_b": ["y", "z", "x", "x"]}, True),  # a self-battle: quarantined
+    ({"model_a": ["x", None, "x", "z"], "turn": ["1", "two", "3", "2"]}, True),  # a missing name, an unparsable turn
     ({"model_b": ["y", "z ", "z", "x"]}, False),  # a name to trim
     ({"winner": ["model_a", "Tie", "model_b", "tie"]}, False),  # a label to normalise
-    ({"winner": ["model_a", "draw", "model_b", "tie"]}, False),  # an unknown label: quarantined
-    ({"model_b": ["y", "z", "x", "x"]}, False),  # a self-battle: quarantined
-    ({"model_a": ["x", None, "x", "z"]}, False),  # a missing name: quarantined
-    ({"turn": ["1", "two", "3", "2"]}, False),  # a field that does not parse: quarantined
     ({"id": ["p1", "p2", "p1", "p4"]}, False),  # a repeated id: hashes decide (a full read)
 ])
 def test_parquet_logs_already_canonical_are_streamed_with_the_battles_of_a_full_read(tmp_path, monkeypatch, change, streamed):
-    """A parquet log whose rows need no trimming, mapping or rejecting is read by two streaming passes; any
-    other goes through the batch path. Either way the battles and rejections are those of a full read."""
+    """A parquet log whose rows need no trimming or mapping (rows to reject aside) is read by two streaming
+    passes; any other goes through the batch path. Either way the battles and rejections, with their reasons,
+    details and original records, are those of a full read."""
     from arena_cli.io import ingest
 
     path = _canonical_parquet(tmp_path / "v.parquet", **change)
@@ -403,7 +403,10 @@ def test_parquet_logs_already_canonical_are_streamed_with_the_battles_of_a_full_
     assert result.battles.columns == expected.columns
     assert result.battles.equals(expected)
     assert result.quarantine.select("source_row", "reason", "detail").equals(full.quarantine.select("source_row", "reason", "detail"))
-    assert [(s.rows_read, s.stored, s.duplicates) for s in result.summaries] == [(s.rows_read, s.stored, s.duplicates) for s in full.summaries]
+    if streamed:  # the original records, of the columns read (as a lean batch read gives them)
+        monkeypatch.setattr(ingest, "_streamed", lambda *a: None)
+        assert result.quarantine.equals(read_sources([path], columns=STREAMED_COLUMNS).quarantine)
+    assert [(s.rows_read, s.stored, s.duplicates, s.quarantined) for s in result.summaries] == [(s.rows_read, s.stored, s.duplicates, s.quarantined) for s in full.summaries]
 
 
 def test_streamed_reads_reduce_within_the_query_and_check_ids_across_files(tmp_path):

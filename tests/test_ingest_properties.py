@@ -232,7 +232,7 @@ def test_parquet_rows_are_checked_per_distinct_value_exactly_as_per_row(tmp_path
 @example([("m1", "m2", "model_a", "1", "i1"), ("m2", "m1", "tie", None, "i2")], True)
 @example([("m1", "m2", "model_a", "1", None), ("m2", "m1", "tie", None, None)], False)
 def test_lean_reads_of_parquet_give_the_battles_of_a_full_read(tmp_path, rows, twice):
-    """Whichever path a lean read of parquet takes (streamed when rows are already canonical, else batches),
+    """Whichever path a lean read of parquet takes (streamed when rows need no trimming or mapping, else batches),
     its battles, rejections and counts equal those of a full read."""
     path = tmp_path / "votes.parquet"
     schema = {"model_a": pl.String, "model_b": pl.String, "winner": pl.String, "turn": pl.String, "id": pl.String}

@@ -794,17 +794,18 @@ class _FullReadNeeded(Exception):
     """A lean read met ids that only content hashes can settle."""
 
 
-# -- streamed reads: lean reads of parquet logs whose rows are already canonical -----------------------------
+# -- streamed reads: lean reads of parquet logs whose rows need no trimming or mapping ------------------------
 
 
 def _streamed(paths: list[Path], options: IngestOptions, columns: Sequence[str], reduce: Callable[[Frame], Frame]) -> IngestResult | None:
     """A lean read of parquet files in two polars streaming passes per file; None where it does not apply.
 
-    Why: most logs a fit reads were written by tools, with trimmed model names, known winner labels and no
-    row to reject. For files of narrow columns (no texts, nothing nested), a first pass checks exactly that
-    over every row (:func:`_canonical_rows`); a second reads, maps and ``reduce``s the rows in one streaming
-    query, which never holds the read columns whole. Any other file, or a single row to quarantine or to
-    trim, returns None: the batch path (:func:`stream`) reads the files and gives every rejected row its reason.
+    Why: most logs a fit reads were written by tools, with trimmed model names and known winner labels, and
+    few rows to reject (self-battles, say). For files of narrow columns (no texts, nothing nested), a first
+    pass (:func:`_checked_rows`) finds the rows to take as they are and gives the others to
+    :func:`canonicalize`, which must reject every one of them; a second reads, maps and ``reduce``s the rows
+    taken in one streaming query, which never holds the read columns whole. Any other file, or a row to trim
+    or whose label to normalise, returns None: the batch path (:func:`stream`) reads the files.
     """
     labels = check_sources(paths, options)
     if not paths:
@@ -820,20 +821,23 @@ def _streamed(paths: list[Path], options: IngestOptions, columns: Sequence[str],
         leans.append(lean)
     lean_ids = _LeanIds()
     summaries: dict[str, SourceSummary] = {}  # one per source, as batch reads give
+    quarantine: list[pl.DataFrame] = []
     for number, (path, lean) in enumerate(zip(paths, leans)):
-        checked = _canonical_rows(Path(path), lean, labels)
+        checked = _checked_rows(Path(path), lean, labels)
         if checked is None:
             return None
-        rows, ids = checked
+        rows, ids, rejected = checked
         lean_ids.add(number, ids)
-        summaries[str(path)] = SourceSummary(str(path), rows_read=rows, stored=rows)
+        summary = summaries[str(path)] = SourceSummary(str(path), rows_read=rows, stored=rows - rejected.height)
+        summary.quarantined.update(rejected["reason"].to_list())
+        quarantine.append(rejected)
     lean_ids.check()
     battles = []
     for path, lean in zip(paths, leans):
         schema, plan = lean.schema, lean.plan
         col = plan.columns
         fields, _ = _field_exprs(schema, col)
-        canonical = _scan(Path(path), lean).select(
+        canonical = _scan(Path(path), lean).filter(_as_is(lean, labels)).select(
             pl.col(col["model_a"]).alias("model_a"),
             pl.col(col["model_b"]).alias("model_b"),
             lookup(pl.col(col["outcome"]), labels, None, pl.String).alias("outcome"),  # every label is a known one as it is
@@ -842,7 +846,7 @@ def _streamed(paths: list[Path], options: IngestOptions, columns: Sequence[str],
             _id_expr(schema, col).alias("battle_id"),
         )
         battles.append(_streamed_collect(reduce(_wanted(conform(canonical), columns)), Path(path)))
-    return IngestResult(pl.concat(battles, how="diagonal_relaxed"), pl.DataFrame(schema=QUARANTINE_SCHEMA), list(summaries.values()))
+    return IngestResult(pl.concat(battles, how="diagonal_relaxed"), pl.concat(quarantine), list(summaries.values()))
 
 
 def _scan(path: Path, lean: _LeanParquet) -> pl.LazyFrame:
@@ -856,37 +860,44 @@ def _streamed_collect(query: pl.LazyFrame, path: Path) -> pl.DataFrame:
         raise InputError(f"{path}: unreadable parquet file ({error})") from None
 
 
-def _canonical_rows(path: Path, lean: _LeanParquet, labels: dict[str, str]) -> tuple[int, pl.Series] | None:
-    """(rows, ids) of a file whose every row :func:`canonicalize` would accept as it is: model names present,
-    trimmed and different from each other, winner labels among ``labels`` as they are, typed fields that
-    parse. Else None.
-
-    One streaming pass over the names, labels, ids and typed fields; the names are checked once per distinct
-    value, as the batch path does."""
+def _as_is(lean: _LeanParquet, labels: dict[str, str]) -> pl.Expr:
+    """Per row: whether :func:`canonicalize` accepts it as it is, model names aside (they are checked once per
+    distinct value): both present and different, a winner label among ``labels`` as it is, typed fields that
+    parse."""
     schema, col = lean.schema, lean.plan.columns
     a, b, outcome = (pl.col(col[f]) for f in ("model_a", "model_b", "outcome"))
     fields, checks = _field_exprs(schema, col)
-    valid = pl.all_horizontal(
+    return pl.all_horizontal(
         a.is_not_null(), b.is_not_null(), a != b, outcome.is_in(list(labels)),
         *[~(flag & fields[field].is_null()) for _, flag, field, _ in checks],
     ).fill_null(False)
-    has_ids = "battle_id" in col
+
+
+def _checked_rows(path: Path, lean: _LeanParquet, labels: dict[str, str]) -> tuple[int, pl.Series, pl.DataFrame] | None:
+    """One streaming pass over a file's names, labels, ids and typed fields: (rows, ids of the rows taken as they
+    are, quarantine of the others); None if a row taken as it is has a model name to trim, or a row not taken
+    is one that :func:`canonicalize` accepts (a label to normalise: the batch path reads such files)."""
+    schema, col = lean.schema, lean.plan.columns
+    a, b = pl.col(col["model_a"]), pl.col(col["model_b"])
+    valid = _as_is(lean, labels)
     found = _streamed_collect(
-        _scan(path, lean).select(
+        _scan(path, lean).with_row_index(ROW, offset=1).select(
             pl.len().alias("rows"),
-            valid.all().alias("valid"),
-            a.unique().implode().alias("names_a"),
-            b.unique().implode().alias("names_b"),
-            *([_id_expr(schema, col).implode().alias("ids")] if has_ids else []),
+            a.filter(valid).unique().implode().alias("names_a"),
+            b.filter(valid).unique().implode().alias("names_b"),
+            _id_expr(schema, col).filter(valid).implode().alias("ids"),
+            pl.struct(pl.all()).filter(~valid).implode().alias("others"),
         ),
         path,
     )
-    rows = int(found["rows"].item())
-    names = pl.concat([found["names_a"].explode(), found["names_b"].explode()]).to_frame("name")
-    if not found["valid"].item() or not names.select(_text("name", pl.String).eq_missing(pl.col("name")).all()).item():
+    names = pl.concat([found["names_a"][0], found["names_b"][0]]).to_frame("name")
+    if not names.select(_text("name", pl.String).eq_missing(pl.col("name")).all()).item():
         return None
-    ids = found["ids"].explode() if has_ids else pl.Series("ids", [None] if rows else [], dtype=pl.String)  # id-less votes
-    return rows, ids
+    others = found["others"][0].struct.unnest().with_columns(pl.col(ROW).cast(pl.Int64))
+    accepted, rejected = canonicalize(others, lean.plan, labels, str(path)) if others.height else (others, pl.DataFrame(schema=QUARANTINE_SCHEMA))
+    if accepted.height:
+        return None
+    return int(found["rows"].item()), found["ids"][0], rejected
 
 
 def check_sources(paths: list[Path], options: IngestOptions) -> dict[str, str]:
@@ -926,7 +937,7 @@ def read_sources(
     read is *lean*: the same battles as a full read (every row validated, duplicates dropped), but hashes
     are computed only when ids make them necessary, which is rare and then costs a second, full read. The
     quarantined rows of a lean read of parquet show only the columns that were read. Parquet files whose
-    rows are already canonical are read by polars' streaming engine (see :func:`_streamed`).
+    rows need no trimming or mapping are read by polars' streaming engine (see :func:`_streamed`).
 
     ``reduce``: a row-wise projection of the battles (a fit's few values per battle from many columns);
     a lean read applies it batch by batch as the battles are read (or within the streaming query, to a
