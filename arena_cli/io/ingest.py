@@ -875,28 +875,30 @@ def _as_is(lean: _LeanParquet, labels: dict[str, str]) -> pl.Expr:
 
 def _checked_rows(path: Path, lean: _LeanParquet, labels: dict[str, str]) -> tuple[int, pl.Series, pl.DataFrame] | None:
     """One streaming pass over a file's names, labels, ids and typed fields: (rows, ids of the rows taken as they
-    are, quarantine of the others); None if a row taken as it is has a model name to trim, or a row not taken
-    is one that :func:`canonicalize` accepts (a label to normalise: the batch path reads such files)."""
+    are, quarantine of the others); None if a model name needs trimming, or a row not taken is one that
+    :func:`canonicalize` accepts (a label to normalise): the batch path reads such files."""
     schema, col = lean.schema, lean.plan.columns
-    a, b = pl.col(col["model_a"]), pl.col(col["model_b"])
-    valid = _as_is(lean, labels)
+    a, b, as_is = pl.col(col["model_a"]), pl.col(col["model_b"]), pl.col("__as_is")
+    numbered = _scan(path, lean).with_row_index(ROW, offset=1).with_columns(_as_is(lean, labels).alias("__as_is"))
     found = _streamed_collect(
-        _scan(path, lean).with_row_index(ROW, offset=1).select(
+        numbered.select(
             pl.len().alias("rows"),
-            a.filter(valid).unique().implode().alias("names_a"),
-            b.filter(valid).unique().implode().alias("names_b"),
-            _id_expr(schema, col).filter(valid).implode().alias("ids"),
-            pl.struct(pl.all()).filter(~valid).implode().alias("others"),
+            a.unique().implode().alias("names_a"),  # of every row: a name to trim anywhere sends the file to batches
+            b.unique().implode().alias("names_b"),
+            _id_expr(schema, col).filter(as_is).implode().alias("ids"),
+            (~as_is).sum().alias("others"),
         ),
         path,
     )
     names = pl.concat([found["names_a"][0], found["names_b"][0]]).to_frame("name")
     if not names.select(_text("name", pl.String).eq_missing(pl.col("name")).all()).item():
         return None
-    others = found["others"][0].struct.unnest().with_columns(pl.col(ROW).cast(pl.Int64))
-    accepted, rejected = canonicalize(others, lean.plan, labels, str(path)) if others.height else (others, pl.DataFrame(schema=QUARANTINE_SCHEMA))
-    if accepted.height:
-        return None
+    rejected = pl.DataFrame(schema=QUARANTINE_SCHEMA)
+    if found["others"].item():  # read again, those rows only
+        others = _streamed_collect(numbered.filter(~as_is).drop("__as_is"), path).with_columns(pl.col(ROW).cast(pl.Int64))
+        accepted, rejected = canonicalize(others, lean.plan, labels, str(path))
+        if accepted.height:
+            return None
     return int(found["rows"].item()), found["ids"][0], rejected
 
 
