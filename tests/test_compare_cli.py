@@ -120,7 +120,9 @@ def test_compare_writes_the_file_before_failing(boards, tmp_path):
     assert "| rank-shift=1 | True |" in target.read_text() and "| models-changed | False |" in target.read_text()
 
 
-@pytest.mark.parametrize("args", [["--fail-on", "rank-shift"], ["--fail-on", "nonsense=1"], ["--old-where", "turn > 1"]])
+@pytest.mark.parametrize("args", [
+    ["--fail-on", "rank-shift"], ["--fail-on", "nonsense=1"], ["--old-where", "turn > 1"], ["--models", "a,b"], ["--exclude-models", "a"],
+])
 def test_compare_usage_errors_exit_3(boards, args):
     assert run("compare", *boards, *args).exit_code == ExitCode.INPUT
 
@@ -158,3 +160,9 @@ def test_every_option_and_argument_has_help(command):
     for param in click_command.params:
         assert getattr(param, "help", None), f"arena {command}: {param.name} has no help"
     assert run(command, "--help").exit_code == 0
+
+
+def test_model_filters_apply_to_a_store_side_next_to_a_leaderboard_file(boards, store):
+    """Next to a store they choose the battles it is fitted on; with two files they would do nothing: exit 3."""
+    assert run("compare", boards[0], store, "--exclude-models", "nobody", *FAST).exit_code == 0
+    assert run("compare", *boards, "--exclude-models", "nobody").exit_code == ExitCode.INPUT

@@ -101,7 +101,7 @@ def compare_command(
     """
     from arena_cli.compare import compare_leaderboards, parse_gate, settings_mismatch
     from arena_cli.console import warn
-    from arena_cli.errors import GateError
+    from arena_cli.errors import GateError, InputError
     from arena_cli.render import emit
 
     gates = [parse_gate(text) for text in fail_on or []]
@@ -111,6 +111,8 @@ def compare_command(
         cluster=cluster, solver=solver, workers=workers,
     )
     common = {"models": split_list(models), "exclude_models": split_list(exclude_models), "recipe": recipe, "encoding": encoding}
+    if (models or exclude_models) and not (old.is_dir() or new.is_dir()):  # they choose the battles a store's fit uses
+        raise InputError("--models/--exclude-models apply to a side that is a store directory; both sides are leaderboard files")
     old_board, old_settings = _side(old, old_where, "--old-where", options, **common)
     new_board, new_settings = _side(new, new_where, "--new-where", options, **common)
     differing = settings_mismatch(old_settings, new_settings)
