@@ -228,15 +228,18 @@ def test_parquet_rows_are_checked_per_distinct_value_exactly_as_per_row(tmp_path
         min_size=0, max_size=10,
     ),
     st.booleans(),
+    st.booleans(),
 )
-@example([("m1", "m2", "model_a", "1", "i1"), ("m2", "m1", "tie", None, "i2")], True)
-@example([("m1", "m2", "model_a", "1", None), ("m2", "m1", "tie", None, None)], False)
-def test_lean_reads_of_parquet_give_the_battles_of_a_full_read(tmp_path, rows, twice):
+@example([("m1", "m2", "model_a", "1", "i1"), ("m2", "m1", "tie", None, "i2")], True, True)
+@example([("m1", "m2", "model_a", "1", None), ("m2", "m1", "tie", None, None)], False, True)
+@example([("m1", "m2", "model_a", "1", None), ("m2", "m2", "tie", None, None)], True, False)
+def test_lean_reads_of_parquet_give_the_battles_of_a_full_read(tmp_path, rows, twice, with_ids):
     """Whichever path a lean read of parquet takes (streamed when rows need no trimming or mapping, else batches),
     its battles, rejections and counts equal those of a full read."""
     path = tmp_path / "votes.parquet"
     schema = {"model_a": pl.String, "model_b": pl.String, "winner": pl.String, "turn": pl.String, "id": pl.String}
-    pl.DataFrame(rows, schema=schema, orient="row").write_parquet(path)
+    frame = pl.DataFrame(rows, schema=schema, orient="row")
+    (frame if with_ids else frame.drop("id")).write_parquet(path)
     paths = [path, path] if twice else [path]
     columns = ["model_a", "model_b", "outcome", "turn"]
     full, lean = read_sources(paths), read_sources(paths, columns=columns)

@@ -880,12 +880,13 @@ def _checked_rows(path: Path, lean: _LeanParquet, labels: dict[str, str]) -> tup
     schema, col = lean.schema, lean.plan.columns
     a, b, as_is = pl.col(col["model_a"]), pl.col(col["model_b"]), pl.col("__as_is")
     numbered = _scan(path, lean).with_row_index(ROW, offset=1).with_columns(_as_is(lean, labels).alias("__as_is"))
+    has_ids = "battle_id" in col
     found = _streamed_collect(
         numbered.select(
             pl.len().alias("rows"),
             a.unique().implode().alias("names_a"),  # of every row: a name to trim anywhere sends the file to batches
             b.unique().implode().alias("names_b"),
-            _id_expr(schema, col).filter(as_is).implode().alias("ids"),
+            *([_id_expr(schema, col).filter(as_is).implode().alias("ids")] if has_ids else []),
             (~as_is).sum().alias("others"),
         ),
         path,
@@ -899,7 +900,9 @@ def _checked_rows(path: Path, lean: _LeanParquet, labels: dict[str, str]) -> tup
         accepted, rejected = canonicalize(others, lean.plan, labels, str(path))
         if accepted.height:
             return None
-    return int(found["rows"].item()), found["ids"][0], rejected
+    rows = int(found["rows"].item())
+    ids = found["ids"][0] if has_ids else pl.Series("ids", [None] if rows > rejected.height else [], dtype=pl.String)  # id-less votes
+    return rows, ids, rejected
 
 
 def check_sources(paths: list[Path], options: IngestOptions) -> dict[str, str]:
