@@ -47,6 +47,7 @@ def load_battle_parts(
     models: Sequence[str] | None = None,
     exclude_models: Sequence[str] | None = None,
     reduce: Callable[[Frame], Frame] | None = None,
+    check: Callable[[pl.DataFrame], None] | None = None,
 ) -> list[Frame]:
     """The battles a command works on, in parts: one lazy frame per store part (all with the same columns), or
     one frame read (and validated) from the files; only those matching the SQL ``where`` and, when given,
@@ -54,7 +55,8 @@ def load_battle_parts(
 
     ``reduce``: a row-wise projection of the filtered battles (a fit's few values per battle from many
     columns), applied part by part and, for files, batch by batch as they are read, so that only its result
-    is ever held whole.
+    is ever held whole. ``check``: called on the (reduced) battles read from files before their skipped rows
+    are reported; it raises to abandon the read (which then reports nothing).
     """
     condition = where_expression(where) if where else None
     wanted = None
@@ -87,6 +89,8 @@ def load_battle_parts(
         from arena_cli.console import warn
 
         result = read_sources([Path(s) for s in sources], columns=wanted, reduce=narrowed)
+        if check is not None:
+            check(result.battles)
         rejected = result.quarantine.height
         if rejected:
             reasons = result.quarantine["reason"].value_counts(sort=True)

@@ -219,6 +219,17 @@ def test_a_fit_from_files_equals_the_fit_from_their_store(tmp_path, votes, case)
     assert len(from_files["coefficients"]) == 2
 
 
+def test_a_log_read_again_for_its_missing_counts_reports_its_skipped_rows_once(tmp_path):
+    """Counts missing for one battle are computed from the texts, after a second read: the rows skipped are
+    reported once, not once per read."""
+    frame, _ = simulate(600, 4, seed=3)
+    counts = [f"tokens_{side}" for side in "ab"]
+    gap = frame.with_columns(pl.when(pl.int_range(pl.len()) == 7).then(None).otherwise(pl.col("tokens_b")).alias("tokens_b"))
+    log = _texts_log(tmp_path / "votes.jsonl", gap, ['{"model_a": "x", "model_b": "x", "winner": "tie"}'], counts=counts)
+    result = run(log, "--style", "length", "--ci", "none")
+    assert result.stderr.count("row(s) skipped: self_battle 1") == 1
+
+
 def test_a_store_of_several_ingests_fits_like_the_file_they_came_from(tmp_path, votes):
     """Stored counts are read part by part (each ingest adds parts); clusters and filters span the parts."""
     frame = pl.read_parquet(votes)

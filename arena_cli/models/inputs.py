@@ -85,10 +85,12 @@ def load_fit_battles(
                 raise _CountsMissing
             return reduce(batch)
 
+        def counted(encoded: pl.DataFrame) -> None:
+            if not reduce.counted(encoded):
+                raise _CountsMissing
+
         try:
-            parts = load_battle_parts(sources, store, columns=columns, reduce=reduce_counted, **filters)
-            if all(reduce.counted(part) for part in parts):
-                return parts
+            return load_battle_parts(sources, store, columns=columns, reduce=reduce_counted, check=counted, **filters)
         except _CountsMissing:
             pass
     battles = load_battles(sources, store, columns=columns, **filters)
