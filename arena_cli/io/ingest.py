@@ -22,12 +22,11 @@ import polars as pl
 from arena_cli.dataset import Frame
 from arena_cli.errors import InputError, RejectedRowsError
 from arena_cli.exprs import lookup
-from arena_cli.io.readers import RAW, ROW, RawBatch, container_of, read_batches
+from arena_cli.io.readers import RAW, ROW, container_of, read_batches
 from arena_cli.schema import (
     BATTLE_SCHEMA,
     CONVERSATION,
     META_COLUMNS,
-    META_COUNTS,
     OUTCOMES,
     QUARANTINE_SCHEMA,
     WINNER_LABELS,

@@ -9,7 +9,7 @@ with ``np.bincount`` (never a dense n×M one-hot matrix).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
