@@ -341,10 +341,16 @@ def _by_distinct(batch: pl.DataFrame, column: str, expr: pl.Expr) -> pl.Expr:
     winner labels: they are trimmed and normalised once each, not once per vote."""
     if batch.schema[column] != pl.String:
         return expr
-    distinct = batch.select(pl.col(column).unique()).with_columns(expr.alias("__value"))
-    if distinct.select(pl.col(column).eq_missing(pl.col("__value")).all()).item():
+    distinct = _changed(batch.select(pl.col(column).unique()), column, expr)
+    if distinct is None:
         return pl.col(column)
     return pl.col(column).replace_strict(distinct[column], distinct["__value"], default=None, return_dtype=pl.String)
+
+
+def _changed(distinct: pl.DataFrame, column: str, expr: pl.Expr) -> pl.DataFrame | None:
+    """The distinct values of ``column`` with ``expr`` of each (``__value``); None when it leaves all as they are."""
+    distinct = distinct.with_columns(expr.alias("__value"))
+    return None if distinct.select(pl.col(column).eq_missing(pl.col("__value")).all()).item() else distinct
 
 
 #: A wrong-type check: (reason, flag, field, detail). The row is bad where ``flag`` (on source columns) holds
@@ -891,7 +897,7 @@ def _checked_rows(path: Path, lean: _LeanParquet, labels: dict[str, str]) -> tup
         path,
     )
     names = pl.concat([found["names_a"][0], found["names_b"][0]]).to_frame("name")
-    if not names.select(_text("name", pl.String).eq_missing(pl.col("name")).all()).item():
+    if _changed(names, "name", _text("name", pl.String)) is not None:
         return None
     rejected = pl.DataFrame(schema=QUARANTINE_SCHEMA)
     if found["others"].item():  # read again, those rows only
