@@ -52,7 +52,7 @@ def positions(leaderboards: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
 
 def report_figures(comparison: VariantComparison, leaderboards: Mapping[str, pl.DataFrame], pairs: pl.DataFrame, last_board: str) -> tuple[Figure, ...]:
     """The report's plots, each anchored after the table it illustrates."""
-    from arena_cli import plots
+    from arena_cli.render import plots
     from arena_cli.matrix import model_order, wide_matrix
 
     names = list(leaderboards)

@@ -10,6 +10,9 @@ from enum import Enum
 
 import polars as pl
 
+#: A table or one part of it, read or to be read.
+Frame = pl.DataFrame | pl.LazyFrame
+
 
 class Outcome(str, Enum):
     """Who won a battle. ``both_bad`` stays distinct from ``tie``: the fit decides how to count it."""

@@ -16,7 +16,7 @@ from conftest import shared_path
 from arena_cli.models import CIMethod, Compat, FitOptions, fit
 from arena_cli.models import design as D
 from arena_cli.models.solvers import Problem, newton
-from arena_cli.uncertainty import sandwich
+from arena_cli.models.uncertainty import sandwich
 
 STYLES = ["none", "length", "markdown", "both"]
 

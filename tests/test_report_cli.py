@@ -87,7 +87,7 @@ def test_heatmaps_keep_long_model_names_whole_and_readable():
     """Many models with long names: every label inside the figure, in a font not scaled below legibility."""
     import polars as pl
 
-    from arena_cli import plots
+    from arena_cli.render import plots
     from arena_cli.render.document import Figure
     from arena_cli.render.figures import svg_text
 

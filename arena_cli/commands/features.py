@@ -72,7 +72,7 @@ def _feature_list():
 
 def _features_of_sources(sources: list[Path], store: Path | None, recipe: str, encoding: str, workers: int | None):
     from arena_cli.console import progress
-    from arena_cli.dataset import load_battles
+    from arena_cli.io.battles import load_battles
     from arena_cli.features import attach_features, compute_features
     from arena_cli.features.cache import FEATURE_COLUMNS
 

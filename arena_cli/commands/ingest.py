@@ -84,7 +84,7 @@ def info_command(
     output: OutputOption = None,
 ) -> None:
     """Summarise battles: counts, models, date range, outcomes, languages, quarantine, computed features."""
-    from arena_cli.dataset import load_battles
+    from arena_cli.io.battles import load_battles
     from arena_cli.info import describe, store_context
     from arena_cli.render import emit
 

@@ -71,7 +71,7 @@ def matrix_command(
     last, with no prediction.
     """
     from arena_cli.console import warn
-    from arena_cli.dataset import collect_parts
+    from arena_cli.io.battles import collect_parts
     from arena_cli.matrix import matrix_document, model_order, pairwise_counts, with_predictions
     from arena_cli.models import CIMethod, fit
     from arena_cli.models.inputs import load_fit_battles

@@ -74,7 +74,7 @@ def report_command(
     from dataclasses import replace
 
     from arena_cli.console import info
-    from arena_cli.dataset import load_battles
+    from arena_cli.io.battles import load_battles
     from arena_cli.info import describe, store_context
     from arena_cli.matrix import pairwise_counts
     from arena_cli.render import emit

@@ -26,7 +26,7 @@ def export_table(store: Path | None, table: str, output: Path, fmt: str | None =
     if frame is None:
         frame = pl.DataFrame()
     if where:
-        from arena_cli.dataset import where_expression
+        from arena_cli.io.battles import where_expression
 
         frame = frame.filter(where_expression(where))
     if fmt == "parquet":

@@ -19,11 +19,11 @@ from typing import Any
 
 import polars as pl
 
-from arena_cli.dataset import Frame
 from arena_cli.errors import InputError, RejectedRowsError
 from arena_cli.exprs import lookup
 from arena_cli.io.readers import RAW, ROW, container_of, read_batches
 from arena_cli.schema import (
+    Frame,
     BATTLE_SCHEMA,
     CONVERSATION,
     META_COLUMNS,

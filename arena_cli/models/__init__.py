@@ -7,7 +7,7 @@ exact Newton fits on sufficient statistics, sandwich and bootstrap intervals, ra
 
 Modules: ``options`` (FitOptions and its enums), ``design`` (battles -> arrays and sufficient statistics),
 ``solvers`` (Newton, statsmodels reference), ``engine`` (fit, fit_variants), ``result`` (FitResult);
-uncertainty lives in ``arena_cli.uncertainty``. Names are loaded on first use, so importing the package (or
+uncertainty lives in ``arena_cli.models.uncertainty``. Names are loaded on first use, so importing the package (or
 ``arena_cli.models.options`` for a command's option enums) does not import numpy or polars.
 """
 

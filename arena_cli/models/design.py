@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import polars as pl
 
-from arena_cli.dataset import Frame
+from arena_cli.schema import Frame
 from arena_cli.errors import InputError, NoDataError
 from arena_cli.models.options import REWEIGHT_FLOOR, BothBad, FitOptions, Ties, parse_style
 

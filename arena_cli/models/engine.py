@@ -79,7 +79,7 @@ def _fit_variants(battles: designs.Battles, variants: Mapping[str, str], options
     draws: dict[str, np.ndarray | None] = dict.fromkeys(fits)
     covariances: dict[str, np.ndarray | None] = dict.fromkeys(fits)
     if base.ci is CIMethod.bootstrap:
-        from arena_cli.uncertainty import BootstrapJob, Resampler, bootstrap
+        from arena_cli.models.uncertainty import BootstrapJob, Resampler, bootstrap
 
         job = BootstrapJob(
             problems=tuple(f.problem for f in fits.values()), solutions=tuple(f.solution for f in fits.values()),
@@ -87,7 +87,7 @@ def _fit_variants(battles: designs.Battles, variants: Mapping[str, str], options
         )
         draws = dict(zip(fits, bootstrap(job, base.rounds, base.workers, on_progress)))
     elif base.ci is CIMethod.sandwich:
-        from arena_cli.uncertainty import normal_draws, sandwich
+        from arena_cli.models.uncertainty import normal_draws, sandwich
 
         for name, f in fits.items():
             design = f.problem.design
@@ -114,7 +114,7 @@ def _solve(problem: Problem, prepared: designs.Prepared, cell_index: designs.Cel
 
 
 def _result(fitted: _VariantFit, theta_draws: np.ndarray | None, covariance: np.ndarray | None, records: dict[str, np.ndarray]) -> FitResult:
-    from arena_cli.uncertainty import lmarena_rank, percentile_interval, rank_interval, ranks_of
+    from arena_cli.models.uncertainty import lmarena_rank, percentile_interval, rank_interval, ranks_of
 
     spec, options, prepared, problem, solution = fitted.spec, fitted.options, fitted.prepared, fitted.problem, fitted.solution
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from arena_cli.dataset import Frame
+from arena_cli.schema import Frame
 from arena_cli.models.options import FitOptions, parse_style
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def load_fit_battles(
     ``reduce``: a fit's :class:`~arena_cli.models.design.Encoder`, applied part by part, and batch by batch (or
     within a streaming query) as files are read, so that the per-side counts are never held whole.
     """
-    from arena_cli.dataset import load_battle_parts, load_battles
+    from arena_cli.io.battles import load_battle_parts, load_battles
     from arena_cli.features.registry import side_columns
     from arena_cli.io.store import Store, default_store_path
     from arena_cli.schema import META_COLUMNS

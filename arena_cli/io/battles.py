@@ -12,10 +12,7 @@ from typing import Any
 import polars as pl
 
 from arena_cli.errors import InputError, NoDataError
-
-#: A table or one part of it, read or to be read.
-Frame = pl.DataFrame | pl.LazyFrame
-
+from arena_cli.schema import Frame
 
 def where_expression(where: str) -> pl.Expr:
     """Parse a SQL boolean expression with polars (never eval'd as Python)."""

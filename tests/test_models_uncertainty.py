@@ -12,7 +12,7 @@ from sim_battles import simulate
 from arena_cli.models import CIMethod, FitOptions, fit, fit_variants
 from arena_cli.models import design as D
 from arena_cli.models.solvers import Problem, newton
-from arena_cli.uncertainty import (
+from arena_cli.models.uncertainty import (
     Resampler,
     lmarena_rank,
     percentile_interval,

@@ -1,4 +1,4 @@
-"""`dataset.load_battles`: from a store or straight from files, only the needed columns, filtered."""
+"""`io.battles.load_battles`: from a store or straight from files, only the needed columns, filtered."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from arena_cli.dataset import load_battles
+from arena_cli.io.battles import load_battles
 from arena_cli.errors import ExitCode, InputError, NoDataError
 from arena_cli.io.ingest import ingest_to_store
 from arena_cli.io.store import Store
