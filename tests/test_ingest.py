@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from arena_cli.errors import InputError
-from arena_cli.io.ingest import IngestOptions, read_sources
+from arena_cli.io.ingest import InputOptions, read_sources
 from arena_cli.schema import BATTLE_SCHEMA, CANONICAL, META_COLUMNS
 
 
@@ -126,7 +126,7 @@ def test_mapped_csv_with_winner_map(tmp_path):
     path = write_csv(tmp_path / "crowd.csv", ["pair", "left", "right", "verdict", "worker"], [
         ["p1", "x", "y", "left", "w1"], ["p1", "x", "y", "right", "w2"], ["p2", "y", "z", "tie", "w1"], ["p2", "y", "z", "draw", "w3"],
     ])
-    options = IngestOptions(mapping={"model_a": "left", "model_b": "right", "outcome": "verdict", "judge": "worker"},
+    options = InputOptions(mapping={"model_a": "left", "model_b": "right", "outcome": "verdict", "judge": "worker"},
                             winner_map={"left": "model_a", "Right": "model_b"})
     result = read_sources([path], options)
     assert result.battles.select("model_a", "model_b", "outcome", "judge").rows() == [
@@ -143,7 +143,7 @@ def test_generic_mapping_reads_every_container(tmp_path, suffix):
     frame = pl.DataFrame({"m1": ["a", "b"], "m2": ["b", "c"], "res": ["1", "2"], "when": ["2024-05-01 10:00:00", "2024-05-02"]})
     path = tmp_path / f"v{suffix}"
     {".jsonl": frame.write_ndjson, ".parquet": frame.write_parquet, ".csv": frame.write_csv}[suffix](path)
-    options = IngestOptions(mapping={"model_a": "m1", "model_b": "m2", "outcome": "res", "timestamp": "when"},
+    options = InputOptions(mapping={"model_a": "m1", "model_b": "m2", "outcome": "res", "timestamp": "when"},
                             winner_map={"1": "model_a", "2": "model_b"})
     battles = read_sources([path], options).battles
     assert battles["outcome"].to_list() == ["model_a", "model_b"]
@@ -231,14 +231,14 @@ def test_unknown_labels_never_become_ties(tmp_path):
 
 def test_winner_map_overrides_and_extends_labels(tmp_path):
     rows = [row(winner="A", question_id="1"), row(winner="tie", question_id="2")]
-    battles = read_sources([write_jsonl(tmp_path / "v.jsonl", rows)], IngestOptions(winner_map={"a": "model_b", "TIE": "both_bad"})).battles
+    battles = read_sources([write_jsonl(tmp_path / "v.jsonl", rows)], InputOptions(winner_map={"a": "model_b", "TIE": "both_bad"})).battles
     assert battles["outcome"].to_list() == ["model_b", "both_bad"]
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    (IngestOptions(winner_map={"x": "draw"}), "outcome must be one of"),
-    (IngestOptions(mapping={"colour": "c"}), "unknown field"),
-    (IngestOptions(mapping={"model_a": "nope"}), "no column 'nope'"),
+    (InputOptions(winner_map={"x": "draw"}), "outcome must be one of"),
+    (InputOptions(mapping={"colour": "c"}), "unknown field"),
+    (InputOptions(mapping={"model_a": "nope"}), "no column 'nope'"),
 ])
 def test_bad_options_are_input_errors(tmp_path, options, message):
     with pytest.raises(InputError, match=message):
@@ -252,7 +252,7 @@ def test_a_file_without_model_columns_is_an_input_error(tmp_path):
 
 def test_exact_duplicates_dropped_and_conflicts_quarantined(tmp_path):
     rows = [row(question_id="q1"), row(question_id="q2"), row(question_id="q1"), row(question_id="q1", winner="model_b"), row(question_id="q2")]
-    result = read_sources([write_jsonl(tmp_path / "v.jsonl", rows)], IngestOptions(batch_rows=2))
+    result = read_sources([write_jsonl(tmp_path / "v.jsonl", rows)], InputOptions(batch_rows=2))
     assert result.battles["battle_id"].to_list() == ["q1", "q2"]
     assert result.battles["outcome"].to_list() == ["model_a", "model_a"]
     (conflict,) = result.quarantine.rows(named=True)
@@ -267,7 +267,7 @@ def test_id_less_votes_get_stable_content_ids_and_repeats_stay_distinct(tmp_path
     ids = read_sources([path]).battles["battle_id"].to_list()
     base = ids[0]
     assert base.startswith("sha-") and ids == [base, f"{base}~1", ids[2], f"{base}~2"]
-    assert read_sources([path], IngestOptions(batch_rows=1)).battles["battle_id"].to_list() == ids
+    assert read_sources([path], InputOptions(batch_rows=1)).battles["battle_id"].to_list() == ids
     moved = write_jsonl(tmp_path / "elsewhere.jsonl", votes)
     assert read_sources([moved]).battles["battle_id"].to_list() == ids  # the id is the content's, not the file's
 
@@ -280,7 +280,7 @@ def test_ids_and_hashes_do_not_depend_on_batches(tmp_path):
     path = write_jsonl(tmp_path / "v.jsonl", rows)
     whole = read_sources([path]).battles
     for batch_rows in (1, 3, 7):
-        split = read_sources([path], IngestOptions(batch_rows=batch_rows)).battles
+        split = read_sources([path], InputOptions(batch_rows=batch_rows)).battles
         assert split.select("battle_id", "content_hash").equals(whole.select("battle_id", "content_hash")), batch_rows
         assert split["late"].to_list() == [None] * 8 + ["8", "9"]  # a column that appears in a later batch is kept
     assert whole["score"].to_list()[:3] == ["1", "1.5", "x"]
@@ -446,14 +446,14 @@ def test_a_read_asking_for_ids_is_a_full_read(tmp_path):
 def test_lean_parquet_reads_size_their_batches_by_the_columns_read(tmp_path):
     """Narrow columns (names, labels, counts) are read in batches of about NARROW_BATCH_BYTES, more rows the
     fewer columns; a read of texts keeps the ingest's rows per batch."""
-    from arena_cli.io.ingest import NARROW_BATCH_BYTES, NARROW_BATCH_ROWS, SHORT_TEXT_BYTES, IngestOptions, _lean_parquet
+    from arena_cli.io.ingest import NARROW_BATCH_BYTES, NARROW_BATCH_ROWS, SHORT_TEXT_BYTES, InputOptions, _lean_parquet
 
     counts = {f"c{i}_{side}": [1] for i in range(10) for side in "ab"}
     votes = pl.DataFrame({"model_a": ["x"], "model_b": ["y"], "winner": ["tie"], **counts})
     votes.write_parquet(tmp_path / "v.parquet")
     conversation = [[{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]]
     votes.with_columns(pl.Series("conversation_a", conversation)).write_parquet(tmp_path / "texts.parquet")
-    options = IngestOptions()
+    options = InputOptions()
     names = ["model_a", "model_b", "outcome"]
 
     def read(path, columns):

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from arena_cli.io.export import export_table
-from arena_cli.io.ingest import IngestOptions, ingest_to_store, read_sources
+from arena_cli.io.ingest import InputOptions, ingest_to_store, read_sources
 from arena_cli.io.store import Store
 from arena_cli.schema import WINNER_LABELS
 
@@ -118,7 +118,7 @@ def test_mapped_csv_never_crashes_and_keeps_exact_records(tmp_path, rows, junk_r
     path = tmp_path / "crowd.csv"
     path.write_bytes(b"left,right,verdict,worker\n" + b"".join(r if r.endswith(b"\n") else r + b"\n" for r in records))
     winner_map = {"L": "model_a", "R": "model_b", "T": "tie", "B": "both_bad"}
-    options = IngestOptions(mapping={"model_a": "left", "model_b": "right", "outcome": "verdict", "judge": "worker"}, winner_map=winner_map)
+    options = InputOptions(mapping={"model_a": "left", "model_b": "right", "outcome": "verdict", "judge": "worker"}, winner_map=winner_map)
     result = read_sources([path], options)
     (summary,) = result.summaries
     assert summary.rows_read == len(records)

@@ -6,7 +6,7 @@ import json
 
 from conftest import shared_path
 
-from arena_cli.io.ingest import IngestOptions, ingest_to_store, read_sources
+from arena_cli.io.ingest import InputOptions, ingest_to_store, read_sources
 from arena_cli.io.store import Store
 
 
@@ -32,7 +32,7 @@ def test_llmfao_jsonl_and_mapped_csv_agree():
     jsonl = read_sources([shared_path("data", "llmfao", "battles.jsonl")])
     mapping = {"model_a": "left", "model_b": "right", "outcome": "winner"}
     csv = read_sources([shared_path("data", "llmfao", "crowd-comparisons.csv")],
-                       IngestOptions(mapping=mapping, winner_map={"left": "model_a", "right": "model_b"}))
+                       InputOptions(mapping=mapping, winner_map={"left": "model_a", "right": "model_b"}))
     for result in (jsonl, csv):
         (summary,) = result.summaries
         assert (summary.rows_read, summary.stored, summary.duplicates) == (8_931, 8_931, 0)

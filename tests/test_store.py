@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from arena_cli.errors import InputError, RejectedRowsError, StoreLockedError
-from arena_cli.io.ingest import IngestOptions, ingest_to_store
+from arena_cli.io.ingest import InputOptions, ingest_to_store
 from arena_cli.io.store import MANIFEST, Store
 
 
@@ -69,7 +69,7 @@ def test_a_growing_log_adds_only_its_new_lines(tmp_path):
     first_ids = set(store.read("battles")["battle_id"])
     appended = [vote(i) for i in range(10, 15)] + [anonymous, {"model_a": "x", "model_b": "y", "winner": "tie", "note": "new field"}, "{more junk"]
     write_jsonl(source, lines + appended)
-    (summary,) = ingest_to_store(store, [source], IngestOptions(batch_rows=4))
+    (summary,) = ingest_to_store(store, [source], InputOptions(batch_rows=4))
     counts = summary.as_dict()
     assert (counts["stored"], counts["duplicates"], counts["quarantined"]) == (7, 12, 2)
     ids = set(store.read("battles")["battle_id"])
@@ -102,7 +102,7 @@ def test_a_failure_mid_run_leaves_the_store_as_it_was(tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        ingest_to_store(store, [big], IngestOptions(batch_rows=10), on_batch=fail_on_second_batch)
+        ingest_to_store(store, [big], InputOptions(batch_rows=10), on_batch=fail_on_second_batch)
     assert state(store.root) == before and files(store.root) == before_files
 
 

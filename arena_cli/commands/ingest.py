@@ -45,10 +45,10 @@ def ingest_command(
 ) -> None:
     """Validate vote logs and add their new battles to the store; rejected rows go to its quarantine."""
     from arena_cli.console import err_console, progress
-    from arena_cli.io.ingest import IngestOptions, check_sources, ingest_to_store
+    from arena_cli.io.ingest import InputOptions, check_sources, ingest_to_store
     from arena_cli.io.store import Store
 
-    options = IngestOptions(fmt=input_format.value, mapping=parse_pairs(mapping, "--map"), winner_map=parse_pairs(winner_map, "--winner-map"))
+    options = InputOptions(fmt=input_format.value, mapping=parse_pairs(mapping, "--map"), winner_map=parse_pairs(winner_map, "--winner-map"))
     check_sources(sources, options)  # a typo in a path or option must not leave an empty store behind
     target = Store.open(store, create=True)
     with progress() as bar:

@@ -21,6 +21,7 @@ import polars as pl
 
 from arena_cli.errors import InputError, RejectedRowsError
 from arena_cli.exprs import lookup
+from arena_cli.io.options import InputOptions
 from arena_cli.io.readers import RAW, ROW, container_of, read_batches
 from arena_cli.schema import (
     Frame,
@@ -67,17 +68,6 @@ KAGGLE_COLUMNS = ("id", "model_a", "model_b", "prompt", "response_a", "response_
 FORMATS = ("auto", "jsonl", "json", "csv", "parquet", "kaggle")
 HASH_VERSION = "v2"
 PART_ROWS = 500_000
-
-
-@dataclass(frozen=True)
-class IngestOptions:
-    """How to read sources. ``mapping`` overrides where a canonical field comes from; an empty column name
-    for ``battle_id`` means "ignore any id column, use the content hash"."""
-
-    fmt: str = "auto"
-    mapping: dict[str, str] = field(default_factory=dict)
-    winner_map: dict[str, str] = field(default_factory=dict)
-    batch_rows: int = 200_000
 
 
 @dataclass
@@ -229,7 +219,7 @@ class Plan:
     extras: tuple[str, ...]
 
 
-def plan_for(columns: list[str], options: IngestOptions, source: str, previous: Plan | None = None) -> Plan:
+def plan_for(columns: list[str], options: InputOptions, source: str, previous: Plan | None = None) -> Plan:
     """Decide the plan from a source's columns. With ``previous`` (the plan of the source's earlier batches),
     columns that appear later are added to it, as extras or as fields it had no column for, and every
     earlier choice stands: a row's meaning never depends on its batch."""
@@ -277,7 +267,7 @@ def plan_for(columns: list[str], options: IngestOptions, source: str, previous: 
     return Plan("kaggle" if kaggle else "arena", chosen, extras)
 
 
-def _winner_labels(options: IngestOptions) -> dict[str, str]:
+def _winner_labels(options: InputOptions) -> dict[str, str]:
     labels = dict(WINNER_LABELS)
     for label, outcome in options.winner_map.items():
         if outcome not in OUTCOMES:
@@ -643,14 +633,14 @@ def _conflict_rows(conflicts: pl.DataFrame, raw_of: Callable[[pl.Series], pl.Ser
     )
 
 
-def _detect_fmt(path: Path, options: IngestOptions) -> str:
+def _detect_fmt(path: Path, options: InputOptions) -> str:
     if options.fmt in ("auto", "kaggle"):
         return container_of(path)
     return options.fmt
 
 
 def stream(
-    paths: list[Path], options: IngestOptions, seen: pl.DataFrame, columns: Sequence[str] | None = None
+    paths: list[Path], options: InputOptions, seen: pl.DataFrame, columns: Sequence[str] | None = None
 ) -> Iterator[tuple[SourceSummary, pl.DataFrame, pl.DataFrame]]:
     """The ingest stream: per batch, (summary so far, new canonical battles, quarantined rows).
 
@@ -750,7 +740,7 @@ class _LeanParquet:
     columns: list[str] | None
     narrow: bool
 
-    def batch_rows(self, options: IngestOptions) -> int:
+    def batch_rows(self, options: InputOptions) -> int:
         if not self.narrow:
             return options.batch_rows
         dtypes = [self.schema[c] for c in self.columns or ()]
@@ -758,7 +748,7 @@ class _LeanParquet:
         return min(NARROW_BATCH_ROWS, max(options.batch_rows, NARROW_BATCH_BYTES // row_bytes))
 
 
-def _lean_parquet(path: Path, options: IngestOptions, columns: Sequence[str]) -> _LeanParquet:
+def _lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> _LeanParquet:
     from arena_cli.io.readers import parquet_schema
 
     schema = parquet_schema(path)
@@ -802,7 +792,7 @@ class _FullReadNeeded(Exception):
 # -- streamed reads: lean reads of parquet logs whose rows need no trimming or mapping ------------------------
 
 
-def _streamed(paths: list[Path], options: IngestOptions, columns: Sequence[str], reduce: Callable[[Frame], Frame]) -> IngestResult | None:
+def _streamed(paths: list[Path], options: InputOptions, columns: Sequence[str], reduce: Callable[[Frame], Frame]) -> IngestResult | None:
     """A lean read of parquet files in two polars streaming passes per file; None where it does not apply.
 
     Why: most logs a fit reads were written by tools, with trimmed model names and known winner labels, and
@@ -910,7 +900,7 @@ def _checked_rows(path: Path, lean: _LeanParquet, labels: dict[str, str]) -> tup
     return rows, ids, rejected
 
 
-def check_sources(paths: list[Path], options: IngestOptions) -> dict[str, str]:
+def check_sources(paths: list[Path], options: InputOptions) -> dict[str, str]:
     """Fail fast, before any lock is taken or row read: every source exists and has a known format, and
     ``--map``/``--winner-map`` are well formed. Returns the winner labels to use."""
     labels = _winner_labels(options)
@@ -938,7 +928,7 @@ def _raw_of(batch: pl.DataFrame, rows: pl.Series) -> pl.Series:
 
 
 def read_sources(
-    paths: list[Path], options: IngestOptions | None = None, columns: Sequence[str] | None = None,
+    paths: list[Path], options: InputOptions | None = None, columns: Sequence[str] | None = None,
     reduce: Callable[[Frame], Frame] | None = None,
 ) -> IngestResult:
     """Read vote logs in memory (no store): for one-shot use such as ``arena fit votes.jsonl``.
@@ -953,7 +943,7 @@ def read_sources(
     a lean read applies it batch by batch as the battles are read (or within the streaming query, to a
     ``LazyFrame``), so only its result is ever held whole.
     """
-    options = options or IngestOptions()
+    options = options or InputOptions()
     reduce = reduce or (lambda frame: frame)
     if columns is not None and not set(columns) & set(IDENTITY):
         try:
@@ -985,7 +975,7 @@ def _collect(
     return IngestResult(frame, rejected_all, list(summaries.values()))
 
 
-def ingest_to_store(store, paths: list[Path], options: IngestOptions | None = None, *, strict: bool = False,
+def ingest_to_store(store, paths: list[Path], options: InputOptions | None = None, *, strict: bool = False,
                     lock_wait: float = 60.0, on_batch: Callable[[SourceSummary], None] | None = None) -> list[SourceSummary]:
     """Append the new battles of ``paths`` to ``store`` in one atomic publish (all sources or none).
 
@@ -993,7 +983,7 @@ def ingest_to_store(store, paths: list[Path], options: IngestOptions | None = No
     rows already quarantined earlier (same source, row, reason and content). With ``strict``, any rejected
     row aborts the run and the store is left unchanged.
     """
-    options = options or IngestOptions()
+    options = options or InputOptions()
     summaries: dict[str, SourceSummary] = {}
     with store.write(wait=lock_wait) as tx:
         stored = store.scan("battles", ["battle_id", "content_hash"])

@@ -34,17 +34,11 @@ import polars as pl
 
 from arena_cli.errors import InputError, StoreLockedError
 from arena_cli.io.atomic import atomic_write, atomic_write_bytes, fsync_dir
+from arena_cli.io.options import default_store_path
 
 MANIFEST = "manifest.json"
 FORMAT = "arena-store"
 FORMAT_VERSION = 1
-DEFAULT_STORE = "arena-store"
-
-
-def default_store_path() -> Path:
-    """``$ARENA_STORE`` if set, else ``./arena-store``."""
-    return Path(os.environ.get("ARENA_STORE", DEFAULT_STORE))
-
 
 def _empty_manifest() -> dict[str, Any]:
     return {"format": FORMAT, "version": FORMAT_VERSION, "generation": 0, "tables": {}, "ingests": []}

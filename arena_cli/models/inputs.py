@@ -52,7 +52,8 @@ def load_fit_battles(
     """
     from arena_cli.io.battles import load_battle_parts, load_battles
     from arena_cli.features.registry import side_columns
-    from arena_cli.io.store import Store, default_store_path
+    from arena_cli.io.options import default_store_path
+    from arena_cli.io.store import Store
     from arena_cli.schema import META_COLUMNS
 
     if not sources and store is None:

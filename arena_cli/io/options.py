@@ -1,0 +1,111 @@
+"""What a command reads, said once: where the battles come from (:class:`Source`, with the
+:class:`InputOptions` of its files) and which of them it works on (:class:`BattleFilter`).
+
+Plain frozen dataclasses without polars, so the CLI's option groups can build them at start-up cost zero,
+and every API call and JSON document describes its inputs the same way (``meta.inputs``, ``meta.filters``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Where the store lives when neither ``--store`` nor a non-empty ``$ARENA_STORE`` says.
+DEFAULT_STORE = "arena-store"
+
+
+def default_store_path() -> Path:
+    """``$ARENA_STORE`` when set to a path, else ``./arena-store``."""
+    return Path(os.environ.get("ARENA_STORE") or DEFAULT_STORE)
+
+
+@dataclass(frozen=True)
+class InputOptions:
+    """How to read vote-log files. ``mapping`` overrides where a canonical field comes from (an empty column
+    for ``battle_id`` means "ignore any id column, use the content hash"); ``winner_map`` maps extra winner
+    labels to outcomes."""
+
+    fmt: str = "auto"
+    mapping: Mapping[str, str] = field(default_factory=dict)
+    winner_map: Mapping[str, str] = field(default_factory=dict)
+    batch_rows: int = 200_000
+
+    def as_meta(self) -> dict[str, Any]:
+        return {"input_format": self.fmt, "map": dict(self.mapping), "winner_map": dict(self.winner_map)}
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where battles come from: vote-log ``files`` read directly (validated as ``arena ingest`` validates,
+    nothing stored), else a ``store`` directory (default :func:`default_store_path`)."""
+
+    files: tuple[Path, ...] = ()
+    store: Path | None = None
+    input: InputOptions = InputOptions()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "files", tuple(Path(f) for f in self.files))
+        if self.store is not None:
+            object.__setattr__(self, "store", Path(self.store))
+
+    @classmethod
+    def of(cls, data: Source | str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None, *, store: str | os.PathLike[str] | None = None) -> Source:
+        """A source from what a caller has at hand: a :class:`Source`, one file, several files, or a store."""
+        if isinstance(data, Source):
+            return data
+        if data is None:
+            return cls(store=Path(store) if store is not None else None)
+        paths = (data,) if isinstance(data, (str, os.PathLike)) else tuple(data)
+        return cls(files=tuple(Path(p) for p in paths), store=Path(store) if store is not None else None)
+
+    @property
+    def store_path(self) -> Path:
+        """The store this source names, or the default one (a files source still finds cached features there)."""
+        return self.store if self.store is not None else default_store_path()
+
+    def label(self) -> str:
+        """How people see the source: the files, or the store directory."""
+        return ", ".join(str(f) for f in self.files) if self.files else str(self.store_path)
+
+    def as_meta(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {"files": [str(f) for f in self.files], "store": None if self.files else str(self.store_path)}
+        if self.files:
+            meta.update(self.input.as_meta())
+        return meta
+
+
+@dataclass(frozen=True)
+class BattleFilter:
+    """Which battles to use: a SQL boolean ``where`` on battle columns, only battles between ``models``,
+    none involving ``exclude_models``."""
+
+    where: str | None = None
+    models: tuple[str, ...] | None = None
+    exclude_models: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("models", "exclude_models"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple([value] if isinstance(value, str) else value))
+
+    def as_meta(self) -> dict[str, Any]:
+        return {
+            "where": self.where,
+            "models": list(self.models) if self.models is not None else None,
+            "exclude_models": list(self.exclude_models) if self.exclude_models is not None else None,
+        }
+
+
+@dataclass(frozen=True)
+class FeatureOptions:
+    """How style features are computed from texts: the markdown ``recipe`` and the tokenizer ``encoding``."""
+
+    recipe: str = "default"
+    encoding: str = "cl100k_base"
+
+    def as_meta(self) -> dict[str, Any]:
+        return {"recipe": self.recipe, "encoding": self.encoding}
