@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from arena_cli.io.battles import load_battles
+from arena_cli.io import battles
+from arena_cli.io.options import BattleFilter, Source
 from arena_cli.errors import ExitCode, InputError, NoDataError
 from arena_cli.io.ingest import ingest_to_store
 from arena_cli.io.store import Store
@@ -23,6 +24,10 @@ def votes(tmp_path):
     path = tmp_path / "votes.jsonl"
     path.write_text("".join(json.dumps(v) + "\n" for v in VOTES) + "{junk\n")
     return path
+
+
+def load_battles(sources=(), store=None, columns=None, where=None, models=None, exclude_models=None):
+    return battles.load_battles(Source(tuple(sources), store), BattleFilter(where, models, exclude_models), columns).battles
 
 
 @pytest.fixture

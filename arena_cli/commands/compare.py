@@ -55,7 +55,9 @@ def _side(path: Path, where: str | None, option: str, options, *, models, exclud
     from arena_cli.models.inputs import load_encoded_battles
 
     resolved = options.resolved()
-    battles = load_encoded_battles((), path, resolved, where=where, models=models, exclude_models=exclude_models, recipe=recipe, encoding=encoding)
+    from arena_cli.io.options import BattleFilter, FeatureOptions, Source
+
+    battles = load_encoded_battles(Source(store=path), BattleFilter(where, models, exclude_models), resolved, FeatureOptions(recipe, encoding)).battles
     with progress() as bar:
         task = bar.add_task(f"fitting {path.name}", total=resolved.rounds, visible=resolved.ci is CIMethod.bootstrap)
         result = fit(battles, resolved, on_progress=lambda done, total: bar.update(task, completed=done))

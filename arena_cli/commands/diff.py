@@ -68,10 +68,15 @@ def run_variants(sources, store, variant_list, baseline, sort, top_k, options, *
     from arena_cli.models.inputs import load_fit_battles
 
     variants = parse_variants(variant_list)
-    battles = load_fit_battles(
-        sources or (), store, list(variants.values()), cluster=options.cluster, where=where,
-        models=split_list(models), exclude_models=split_list(exclude_models), recipe=recipe, encoding=encoding,
+    from arena_cli.io.options import BattleFilter, FeatureOptions, Source
+
+    loaded = load_fit_battles(
+        Source(tuple(sources or ()), store), BattleFilter(where, split_list(models), split_list(exclude_models)), list(variants.values()),
+        cluster=options.cluster, features=FeatureOptions(recipe, encoding),
     )
+    for message in loaded.warnings:
+        warn(message)
+    battles = loaded.battles
     with progress() as bar:
         task = bar.add_task(f"bootstrap × {len(variants)} variants", total=options.rounds, visible=options.ci in (None, CIMethod.bootstrap))
         comparison, results = diff_variants(

@@ -76,7 +76,9 @@ def _features_of_sources(sources: list[Path], store: Path | None, recipe: str, e
     from arena_cli.features import attach_features, compute_features
     from arena_cli.features.cache import FEATURE_COLUMNS
 
-    battles = load_battles(sources)
+    from arena_cli.io.options import Source
+
+    battles = load_battles(Source(tuple(sources))).battles
     if store is not None:
         return attach_features(battles, store=store, recipe=recipe, encoding=encoding, workers=workers).select("battle_id", *FEATURE_COLUMNS)
     with progress() as bar:

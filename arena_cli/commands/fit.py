@@ -81,9 +81,12 @@ def fit_command(
         cluster=cluster, solver=solver, workers=workers,
     ).resolved()
     model_list, excluded_list = split_list(models), split_list(exclude_models)
-    battles = load_encoded_battles(
-        sources or (), store, options, where=where, models=model_list, exclude_models=excluded_list, recipe=recipe, encoding=encoding,
-    )
+    from arena_cli.io.options import BattleFilter, FeatureOptions, Source
+
+    loaded = load_encoded_battles(Source(tuple(sources or ()), store), BattleFilter(where, model_list, excluded_list), options, FeatureOptions(recipe, encoding))
+    for message in loaded.warnings:
+        warn(message)
+    battles = loaded.battles
     with progress() as bar:
         task = bar.add_task("bootstrap", total=options.rounds, visible=options.ci is CIMethod.bootstrap)
         result = fit(battles, options, on_progress=lambda done, total: bar.update(task, completed=done))

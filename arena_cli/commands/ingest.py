@@ -89,7 +89,14 @@ def info_command(
     from arena_cli.render import emit
 
     columns = ["model_a", "model_b", "outcome", "timestamp", "language"]
-    battles = load_battles(sources or (), store, columns=columns, where=where)
+    from arena_cli.io.options import BattleFilter, Source
+
+    loaded = load_battles(Source(tuple(sources or ()), store), BattleFilter(where), columns=columns)
+    from arena_cli.console import warn
+
+    for message in loaded.warnings:
+        warn(message)
+    battles = loaded.battles
     quarantine, features = (None, None) if sources else store_context(store)
     emit(describe(battles, quarantine, features), output_format, output)
 

@@ -79,8 +79,13 @@ def matrix_command(
 
     options = build_fit_options(style=style, ties=ties, both_bad=both_bad, reweight=reweight, ridge=ridge, compat=compat,
                                 min_battles=min_battles, ci=CIMethod.none).resolved()
-    battles = collect_parts(load_fit_battles(sources or (), store, [options.style], where=where, models=split_list(models),
-                                             exclude_models=split_list(exclude_models), recipe=recipe, encoding=encoding))
+    from arena_cli.io.options import BattleFilter, FeatureOptions, Source
+
+    loaded = load_fit_battles(Source(tuple(sources or ()), store), BattleFilter(where, split_list(models), split_list(exclude_models)), [options.style],
+                              features=FeatureOptions(recipe, encoding))
+    for message in loaded.warnings:
+        warn(message)
+    battles = collect_parts(loaded.battles)
     result = fit(battles, options)
     for message in result.warnings:
         warn(message)

@@ -89,7 +89,9 @@ def report_command(
     comparison, results, _ = run_variants(sources, store, variants, baseline, None, top_k, options, where=where, models=models,
                                           exclude_models=exclude_models, recipe=recipe, encoding=encoding)
     # The data summary and the heatmaps describe the same filtered battles the fits read.
-    battles = load_battles(sources or (), store, columns=["model_a", "model_b", "outcome", "timestamp", "language"], **filters)
+    from arena_cli.io.options import BattleFilter, Source
+
+    battles = load_battles(Source(tuple(sources or ()), store), BattleFilter(**filters), columns=["model_a", "model_b", "outcome", "timestamp", "language"]).battles
     quarantine, features = (None, None) if sources else store_context(store)
     settings = {**comparison.settings, "filters": filters, "feature_recipe": {"recipe": recipe, "encoding": encoding}}
     source = ", ".join(str(s) for s in sources) if sources else str(store or "store")

@@ -1,18 +1,31 @@
 """Battles for a command: from a store, or straight from vote-log files (one-shot CI use), then filtered.
 
-Reads only the columns a command needs, plus those its ``--where`` expression names.
+Reads only the columns a command needs, plus those its ``--where`` expression names. Nothing here prints:
+what a read has to tell (rows skipped in files) comes back as :attr:`Loaded.warnings`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import polars as pl
 
 from arena_cli.errors import InputError, NoDataError
+from arena_cli.io.options import BattleFilter, Source
 from arena_cli.schema import Frame
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Loaded(Generic[T]):
+    """Battles as read (a frame, the parts of one, or a fit's encoded parts) and what the read has to say."""
+
+    battles: T
+    warnings: tuple[str, ...] = ()
+
 
 def where_expression(where: str) -> pl.Expr:
     """Parse a SQL boolean expression with polars (never eval'd as Python)."""
@@ -22,13 +35,13 @@ def where_expression(where: str) -> pl.Expr:
         raise InputError(f"--where {where!r}: not a valid SQL expression ({error})") from None
 
 
-def load_battles(sources: Sequence[Path] = (), store: Path | None = None, columns: Sequence[str] | None = None, **filters: Any) -> pl.DataFrame:
-    """The battles a command works on. ``sources`` (files) win over ``store``; ``columns=None`` reads all;
-    ``filters``: ``where``, ``models``, ``exclude_models`` (see :func:`load_battle_parts`)."""
-    frame = collect_parts(load_battle_parts(sources, store, columns, **filters))
+def load_battles(source: Source, filters: BattleFilter | None = None, columns: Sequence[str] | None = None) -> Loaded[pl.DataFrame]:
+    """The battles a command works on, as one frame (``columns=None`` reads all); see :func:`load_battle_parts`."""
+    loaded = load_battle_parts(source, filters, columns)
+    frame = collect_parts(loaded.battles)
     if frame.height == 0:
         raise NoDataError("no battles left after filtering")
-    return frame
+    return Loaded(frame, loaded.warnings)
 
 
 def collect_parts(parts: Sequence[Frame]) -> pl.DataFrame:
@@ -37,24 +50,23 @@ def collect_parts(parts: Sequence[Frame]) -> pl.DataFrame:
 
 
 def load_battle_parts(
-    sources: Sequence[Path] = (),
-    store: Path | None = None,
+    source: Source,
+    filters: BattleFilter | None = None,
     columns: Sequence[str] | None = None,
-    where: str | None = None,
-    models: Sequence[str] | None = None,
-    exclude_models: Sequence[str] | None = None,
     reduce: Callable[[Frame], Frame] | None = None,
     check: Callable[[pl.DataFrame], None] | None = None,
-) -> list[Frame]:
+) -> Loaded[list[Frame]]:
     """The battles a command works on, in parts: one lazy frame per store part (all with the same columns), or
-    one frame read (and validated) from the files; only those matching the SQL ``where`` and, when given,
-    between ``models`` and not involving ``exclude_models``. An empty result is for the consumer to find.
+    one frame read (and validated) from the files; only those ``filters`` keep. An empty result is for the
+    consumer to find.
 
     ``reduce``: a row-wise projection of the filtered battles (a fit's few values per battle from many
     columns), applied part by part and, for files, batch by batch as they are read, so that only its result
     is ever held whole. ``check``: called on the (reduced) battles read from files before their skipped rows
     are reported; it raises to abandon the read (which then reports nothing).
     """
+    filters = filters or BattleFilter()
+    where, models, exclude_models = filters.where, filters.models, filters.exclude_models
     condition = where_expression(where) if where else None
     wanted = None
     if columns is not None:
@@ -81,22 +93,22 @@ def load_battle_parts(
             part = part.filter(~pl.col("model_a").is_in(drop) & ~pl.col("model_b").is_in(drop))
         return reduce(part) if reduce is not None else part
 
-    if sources:
+    if source.files:
         from arena_cli.io.ingest import read_sources
-        from arena_cli.console import warn
 
-        result = read_sources([Path(s) for s in sources], columns=wanted, reduce=narrowed)
+        result = read_sources(list(source.files), source.input, columns=wanted, reduce=narrowed)
         if check is not None:
             check(result.battles)
+        warnings: tuple[str, ...] = ()
         rejected = result.quarantine.height
         if rejected:
             reasons = result.quarantine["reason"].value_counts(sort=True)
-            warn(f"{rejected} row(s) skipped: " + ", ".join(f"{r} {n}" for r, n in reasons.iter_rows()) + " (use `arena ingest` to keep them in a quarantine)")
-        return [result.battles]
+            warnings = (f"{rejected} row(s) skipped: " + ", ".join(f"{r} {n}" for r, n in reasons.iter_rows()) + " (use `arena ingest` to keep them in a quarantine)",)
+        return Loaded([result.battles], warnings)
     from arena_cli.io.store import Store
 
-    opened = Store.open(store)
+    opened = Store.open(source.store_path)
     parts = opened.scan_parts("battles", wanted)
     if not parts:
         raise NoDataError(f"store {opened.root} has no battles yet")
-    return [narrowed(part) for part in parts]
+    return Loaded([narrowed(part) for part in parts])

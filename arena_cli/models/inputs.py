@@ -10,13 +10,14 @@ as they are.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import polars as pl
 
-from arena_cli.schema import Frame
+from arena_cli.io.battles import Loaded
+from arena_cli.io.options import BattleFilter, FeatureOptions, Source
 from arena_cli.models.options import FitOptions, parse_style
+from arena_cli.schema import Frame
 
 if TYPE_CHECKING:
     from arena_cli.models.design import Encoded, Encoder
@@ -32,41 +33,36 @@ def _feature_members(term: str) -> tuple[str, ...] | None:
 
 
 def load_fit_battles(
-    sources: Sequence[Path],
-    store: Path | None,
+    source: Source,
+    filters: BattleFilter | None,
     styles: Sequence[str],
     *,
     cluster: str | None = None,
-    where: str | None = None,
-    models: Sequence[str] | None = None,
-    exclude_models: Sequence[str] | None = None,
-    recipe: str = "default",
-    encoding: str = "cl100k_base",
+    features: FeatureOptions = FeatureOptions(),
+    extra_columns: Sequence[str] = (),
     reduce: Encoder | None = None,
-) -> list[Frame]:
+) -> Loaded[list[Frame]]:
     """Battles for fitting every style spec in ``styles`` (one for ``arena fit``, several for variants), in
     parts: one per store part when nothing needs computing (a store whose counts are complete); else one.
 
+    ``extra_columns``: also read these (a report's summary describes the battles the fit reads).
     ``reduce``: a fit's :class:`~arena_cli.models.design.Encoder`, applied part by part, and batch by batch (or
     within a streaming query) as files are read, so that the per-side counts are never held whole.
     """
     from arena_cli.io.battles import load_battle_parts, load_battles
     from arena_cli.features.registry import side_columns
-    from arena_cli.io.options import default_store_path
     from arena_cli.io.store import Store
     from arena_cli.schema import META_COLUMNS
 
-    if not sources and store is None:
-        store = default_store_path()  # the features cache and texts live in that store too
-
+    sources, store = source.files, source.store_path  # a files source still finds cached features in the store
     terms = list(dict.fromkeys(t for spec in styles for t in parse_style(spec)))
-    features = sorted({f for t in terms for f in (_feature_members(t) or ())})
+    needed = sorted({f for t in terms for f in (_feature_members(t) or ())})
     covariates = [t for t in terms if _feature_members(t) is None]
-    columns = ["model_a", "model_b", "outcome", *([cluster] if cluster else [])]
+    columns = ["model_a", "model_b", "outcome", *extra_columns, *([cluster] if cluster else [])]
     columns += [c for t in covariates for c in (t, *side_columns(t))]
-    feature_columns = [c for f in features for c in side_columns(f)]
+    feature_columns = [c for f in needed for c in side_columns(f)]
     computed = False  # whether some counts may have to be computed (or come from the features cache)
-    if features:
+    if needed:
         columns += feature_columns
         if sources:
             # features are computed from the files' texts or LMArena metadata (ids are not needed: see below)
@@ -75,9 +71,8 @@ def load_fit_battles(
         elif not Store.open(store).complete("battles", feature_columns):
             columns += ["battle_id", "content_hash"]  # cached, or computed from the store's own texts
             computed = True
-    filters = {"where": where, "models": models, "exclude_models": exclude_models}
     if not computed:
-        return load_battle_parts(sources, store, columns=columns, reduce=reduce, **filters)
+        return load_battle_parts(source, filters, columns=columns, reduce=reduce)
     if sources and reduce is not None:
         # files usually carry their counts: reduced as they are read, unless some battle lacks them (read again whole)
         def reduce_counted(batch: Frame) -> Frame:
@@ -91,19 +86,20 @@ def load_fit_battles(
                 raise _CountsMissing
 
         try:
-            return load_battle_parts(sources, store, columns=columns, reduce=reduce_counted, check=counted, **filters)
+            return load_battle_parts(source, filters, columns=columns, reduce=reduce_counted, check=counted)
         except _CountsMissing:
             pass
-    battles = load_battles(sources, store, columns=columns, **filters)
+    loaded = load_battles(source, filters, columns=columns)
+    battles = loaded.battles
     if not _complete(battles, feature_columns):
         from arena_cli.features import attach_features
 
         if sources:  # battles read from files are matched to their computed features by position
             keyed = battles.with_columns(pl.int_range(pl.len()).cast(pl.String).alias("battle_id"))
-            battles = attach_features(keyed, recipe=recipe, encoding=encoding).drop("battle_id")
+            battles = attach_features(keyed, recipe=features.recipe, encoding=features.encoding).drop("battle_id")
         else:
-            battles = attach_features(battles, store=store, recipe=recipe, encoding=encoding)
-    return [reduce(battles) if reduce is not None else battles]
+            battles = attach_features(battles, store=store, recipe=features.recipe, encoding=features.encoding)
+    return Loaded([reduce(battles) if reduce is not None else battles], loaded.warnings)
 
 
 class _CountsMissing(Exception):
@@ -115,22 +111,11 @@ def _complete(battles: pl.DataFrame, columns: list[str]) -> bool:
 
 
 def load_encoded_battles(
-    sources: Sequence[Path],
-    store: Path | None,
-    options: FitOptions,
-    *,
-    where: str | None = None,
-    models: Sequence[str] | None = None,
-    exclude_models: Sequence[str] | None = None,
-    recipe: str = "default",
-    encoding: str = "cl100k_base",
-) -> Encoded:
+    source: Source, filters: BattleFilter | None, options: FitOptions, features: FeatureOptions = FeatureOptions()
+) -> Loaded[Encoded]:
     """The battles for ``fit(_, options)``, reduced to the values the fit uses as they are read (the
     :class:`~arena_cli.models.design.Encoder`): a one-shot fit of a large file never holds its per-side counts."""
     from arena_cli.models.design import Encoded, Encoder
 
-    parts = load_fit_battles(
-        sources, store, [options.style], cluster=options.cluster, where=where, models=models, exclude_models=exclude_models,
-        recipe=recipe, encoding=encoding, reduce=Encoder(options),
-    )
-    return Encoded(parts)
+    loaded = load_fit_battles(source, filters, [options.style], cluster=options.cluster, features=features, reduce=Encoder(options))
+    return Loaded(Encoded(loaded.battles), loaded.warnings)
