@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from arena_cli.io.options import RECIPES
 from arena_cli.schema import META_COUNTS
 
 #: Bumped whenever a feature's definition changes: cached features of an older version are recomputed.
@@ -78,9 +79,6 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 #: What each density divides by tokens.
 DENSITY_GROUPS: dict[str, str] = {"header_density": "header", "list_density": "list", "bold_density": "bold"}
 
-RECIPES: tuple[str, ...] = ("default", "lmarena")
-DEFAULT_RECIPE = "default"
-DEFAULT_ENCODING = "cl100k_base"
 
 
 def side_columns(name: str) -> tuple[str, str]:

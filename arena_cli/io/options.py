@@ -13,6 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+#: Markdown recipes of the style features (see ``arena features``), the default first.
+RECIPES: tuple[str, ...] = ("default", "lmarena")
+DEFAULT_RECIPE = "default"
+#: LMArena's tokenizer encoding, bundled for offline use.
+DEFAULT_ENCODING = "cl100k_base"
 #: Where the store lives when neither ``--store`` nor a non-empty ``$ARENA_STORE`` says.
 DEFAULT_STORE = "arena-store"
 
@@ -104,8 +109,8 @@ class BattleFilter:
 class FeatureOptions:
     """How style features are computed from texts: the markdown ``recipe`` and the tokenizer ``encoding``."""
 
-    recipe: str = "default"
-    encoding: str = "cl100k_base"
+    recipe: str = DEFAULT_RECIPE
+    encoding: str = DEFAULT_ENCODING
 
     def as_meta(self) -> dict[str, Any]:
         return {"recipe": self.recipe, "encoding": self.encoding}
