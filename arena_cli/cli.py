@@ -10,9 +10,11 @@ import gc
 import os
 from collections.abc import Callable
 
+from typing import Annotated, Any
+
 import typer
 
-from arena_cli.errors import ArenaError
+from arena_cli.errors import ArenaError, ExitCode
 
 app = typer.Typer(
     name="arena",
@@ -25,24 +27,51 @@ app = typer.Typer(
 )
 
 
+def _error(message: str) -> None:
+    from rich.markup import escape
+
+    from arena_cli.console import err_console
+
+    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+
+
 def guarded(command: Callable) -> Callable:
-    """Library errors become a one-line message on stderr and their documented exit code."""
+    """Library errors become a one-line message on stderr and their documented exit code; anything else is a
+    bug: one line and exit 1, with the traceback only under ``ARENA_DEBUG=1``."""
 
     @functools.wraps(command)
-    def run(*args, **kwargs):
+    def run(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
         except ArenaError as error:
             if os.environ.get("ARENA_DEBUG"):
                 raise
-            from rich.markup import escape
-
-            from arena_cli.console import err_console
-
-            err_console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
+            _error(str(error))
             raise typer.Exit(int(error.exit_code)) from None
+        except Exception as error:
+            # exits and usage errors belong to the command-line layer (typer, or the click of older typers)
+            if os.environ.get("ARENA_DEBUG") or type(error).__module__.split(".")[0] in ("typer", "click"):
+                raise
+            first = str(error).splitlines()[0] if str(error) else ""
+            _error(f"internal error, a bug in arena-cli: {type(error).__name__}: {first} (ARENA_DEBUG=1 shows the traceback)")
+            raise typer.Exit(int(ExitCode.INTERNAL)) from None
 
     return run
+
+
+def _version(value: bool) -> None:
+    if value:
+        from arena_cli import __version__
+
+        typer.echo(f"arena-cli {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    """Build leaderboards you can trust from pairwise LLM vote logs (Bradley-Terry with style control)."""
 
 
 def _register() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from arena_cli.render.document import Document, Table
+from arena_cli.results import Summary
 
 
 def store_context(store) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -19,8 +19,8 @@ def store_context(store) -> tuple[pl.DataFrame, pl.DataFrame]:
     return quarantine, feature_sources(opened)
 
 
-def describe(battles: pl.DataFrame, quarantine: pl.DataFrame | None = None, features: pl.DataFrame | None = None) -> Document:
-    """A summary document of ``battles`` (and of the quarantine and cached features, when known)."""
+def summarize(battles: pl.DataFrame, quarantine: pl.DataFrame | None = None, features: pl.DataFrame | None = None) -> Summary:
+    """A summary of ``battles`` (and of the quarantine and cached features, when known)."""
     per_side = pl.concat([
         battles.select(pl.col("model_a").alias("model"), pl.col("outcome").replace_strict({"model_a": "win", "model_b": "loss"}, default=pl.col("outcome"))),
         battles.select(pl.col("model_b").alias("model"), pl.col("outcome").replace_strict({"model_b": "win", "model_a": "loss"}, default=pl.col("outcome"))),
@@ -48,18 +48,10 @@ def describe(battles: pl.DataFrame, quarantine: pl.DataFrame | None = None, feat
     if "timestamp" in battles.columns and battles["timestamp"].is_not_null().any():
         overview["first"] = battles["timestamp"].min().isoformat()
         overview["last"] = battles["timestamp"].max().isoformat()
-    tables = [
-        Table("overview", pl.DataFrame({"key": list(overview), "value": [str(v) if v is not None else "" for v in overview.values()]}), "Battles"),
-        Table("models", models, "Models"),
-        Table("outcomes", outcomes, "Outcomes"),
-    ]
+    languages = None
     if "language" in battles.columns and battles["language"].is_not_null().any():
         languages = battles.group_by("language").agg(pl.len().alias("battles")).sort(["battles", "language"], descending=[True, False])
-        tables.append(Table("languages", languages, "Languages"))
+    reasons = None
     if quarantine is not None:
         reasons = quarantine.group_by("reason").agg(pl.len().alias("rows")).sort("reason") if quarantine.height else pl.DataFrame(schema={"reason": pl.String, "rows": pl.UInt32})
-        tables.append(Table("quarantine", reasons, "Quarantined rows"))
-    if features is not None and features.height:
-        note = "from_metadata: battles without texts, whose counts are LMArena's precomputed conv_metadata."
-        tables.append(Table("features", features, "Computed style features", notes=(note,)))
-    return Document("info", tuple(tables), meta=overview, title="arena info")
+    return Summary(overview, models, outcomes, languages, reasons, features)

@@ -52,11 +52,12 @@ def ingest_json(*args):
 
 def test_ingest_prints_a_json_summary(tmp_path, votes):
     payload = ingest_json(votes, "--store", tmp_path / "s")
-    assert payload["store"] == str(tmp_path / "s")
-    (source,) = payload["sources"]
+    assert payload["kind"] == "ingest" and payload["meta"]["store"] == str(tmp_path / "s")
+    assert payload["meta"]["inputs"] == {"files": [str(votes)], "store": str(tmp_path / "s")}
+    (source,) = payload["tables"]["sources"]
     assert source == {"source": str(votes), "rows_read": 26, "stored": 24, "duplicates": 0, "quarantined": 2,
-                      "quarantined_by_reason": {"self_battle": 1, "unparseable": 1}}
-    again = ingest_json(votes, "--store", tmp_path / "s")["sources"][0]
+                      "quarantined_by_reason": "self_battle 1, unparseable 1"}
+    again = ingest_json(votes, "--store", tmp_path / "s")["tables"]["sources"][0]
     assert (again["stored"], again["duplicates"], again["quarantined"]) == (0, 24, 2)
 
 
@@ -114,7 +115,7 @@ def test_mapped_csv_with_winner_map(tmp_path):
     path.write_text("id,left,right,winner\n1,a,b,left\n2,b,c,right\n3,a,c,tie\n4,c,a,unsure\n")
     payload = ingest_json(path, "--store", tmp_path / "s", "--map", "model_a=left", "--map", "model_b=right", "--map", "outcome=winner",
                           "--winner-map", "left=model_a", "--winner-map", "right=model_b")
-    assert payload["sources"][0]["quarantined_by_reason"] == {"unknown_winner": 1}
+    assert payload["tables"]["sources"][0]["quarantined_by_reason"] == "unknown_winner 1"
     assert Store.open(tmp_path / "s").read("battles")["outcome"].to_list() == ["model_a", "model_b", "tie"]
 
 
@@ -125,7 +126,7 @@ def test_export_round_trip(tmp_path, votes, fmt):
     out = tmp_path / f"battles.{fmt}"
     result = arena("export", "--store", store, "-o", out)
     assert result.exit_code == 0 and "wrote 24 rows" in said(result)
-    again = ingest_json(out, "--store", store)["sources"][0]
+    again = ingest_json(out, "--store", store)["tables"]["sources"][0]
     assert (again["stored"], again["duplicates"], again["quarantined"]) == (0, 24, 0)  # the same battles, nothing new
     ingest_json(out, "--store", fresh)
     original = Store.open(store).read("battles").drop("source_file", "source_row").sort("battle_id")
@@ -163,8 +164,9 @@ def test_info_json_shape(tmp_path, votes):
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["kind"] == "info"
-    assert doc["meta"]["battles"] == 24 and doc["meta"]["models"] == 4
-    assert doc["meta"]["first"].startswith("2023-11-14T22:13:20") and doc["meta"]["last"].startswith("2023-11-14T22:36:20")
+    overview = doc["meta"]["overview"]
+    assert overview["battles"] == 24 and overview["models"] == 4
+    assert overview["first"].startswith("2023-11-14T22:13:20") and overview["last"].startswith("2023-11-14T22:36:20")
     assert set(doc["tables"]) >= {"overview", "models", "outcomes", "languages", "quarantine"}
     assert {r["outcome"]: r["battles"] for r in doc["tables"]["outcomes"]} == {"model_a": 6, "model_b": 6, "tie": 6, "both_bad": 6}
     assert {r["reason"]: r["rows"] for r in doc["tables"]["quarantine"]} == {"self_battle": 1, "unparseable": 1}
@@ -176,7 +178,7 @@ def test_info_json_shape(tmp_path, votes):
 def test_info_on_files_where_and_exit_codes(tmp_path, votes):
     result = arena("info", votes, "--format", "json", "--where", "language = 'English'")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["meta"]["battles"] == 12
+    assert json.loads(result.stdout)["meta"]["overview"]["battles"] == 12
     assert "2 row(s) skipped" in said(result)
     assert arena("info", votes, "--where", "nosuch = 1").exit_code == 3
     assert arena("info", votes, "--where", "language = = 1").exit_code == 3

@@ -7,7 +7,7 @@ import json
 import polars as pl
 import pytest
 
-from arena_cli import compare
+from arena_cli import comparison as compare
 from arena_cli.errors import InputError
 from arena_cli.render import Document, OutputFormat, Table, render
 from tests import compare_fixtures as fx
@@ -68,7 +68,7 @@ def test_coefficient_table_is_the_seed_shape():
 
 
 def test_coefficient_table_without_style_variants_is_empty():
-    frame = compare.coefficient_frame({"none": fx.coefficients("none")})
+    frame = compare.variant_coefficient_frame({"none": fx.coefficients("none")})
     assert frame.height == 0 and frame.columns == ["variant"]
 
 
@@ -106,7 +106,7 @@ def test_json_is_deterministic_and_keeps_full_precision():
     first = render(comparison().to_document(), OutputFormat.json)
     assert first == render(comparison().to_document(), OutputFormat.json)
     payload = json.loads(first)
-    assert payload["kind"] == "diff" and payload["meta"]["baseline"] == "none"
+    assert payload["kind"] == "diff" and list(payload["meta"]) == ["settings", "filters", "inputs", "versions", "warnings"]
     assert payload["tables"]["coefficients"][0]["length"] == 0.267
 
 
@@ -202,7 +202,7 @@ def test_load_leaderboard_round_trips_fit_outputs(tmp_path):
     (tmp_path / "fit.json").write_bytes(render(_fit_document(board), OutputFormat.json))
     (tmp_path / "fit.parquet").write_bytes(render(_fit_document(board), OutputFormat.parquet))
     (tmp_path / "fit.csv").write_bytes(render(_fit_document(board), OutputFormat.csv))
-    expected = board.select(compare.LEADERBOARD_COLUMNS).with_columns(pl.col("rank", "rank_lower", "rank_upper").cast(pl.Int64))
+    expected = board.select(compare.COMPARED_COLUMNS).with_columns(pl.col("rank", "rank_lower", "rank_upper").cast(pl.Int64))
     for name in ("fit.json", "fit.parquet", "fit.csv"):
         frame, settings = compare.load_leaderboard(tmp_path / name)
         assert frame.equals(expected), name

@@ -47,8 +47,10 @@ def test_json_document_shape(votes, tmp_path):
     assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
     assert document["tables"]["coefficients"][0]["feature"] == "length"
     meta = document["meta"]
-    assert meta["style"] == "length" and meta["ci"] == "bootstrap" and meta["rounds"] == 30 and meta["seed"] == 42
-    assert meta["n_battles"] == 4000 and meta["filters"] == {"where": None, "models": None, "exclude_models": None}
+    assert list(meta) == ["settings", "filters", "inputs", "versions", "warnings"]
+    settings = meta["settings"]
+    assert settings["style"] == "length" and settings["ci"] == "bootstrap" and settings["rounds"] == 30 and settings["seed"] == 42
+    assert settings["n_battles"] == 4000 and meta["filters"] == {"where": None, "models": None, "exclude_models": None}
     assert {"arena_cli", "numpy", "polars"} <= set(meta["versions"])
 
 
@@ -85,8 +87,8 @@ def test_filters_anchor_and_covariates(votes, tmp_path):
     rows = {r["model"]: r for r in document["tables"]["leaderboard"]}
     assert "model-005" not in rows and rows["model-000"]["score"] == 1114.0
     assert rows["model-000"]["score_lower"] == rows["model-000"]["score_upper"] == 1114.0  # the anchor is exact
-    assert document["meta"]["n_battles"] < 4000 / 2
-    assert document["meta"]["anchor"] == {"model": "model-000", "score": 1114.0}
+    assert document["meta"]["settings"]["n_battles"] < 4000 / 2
+    assert document["meta"]["settings"]["anchor"] == {"model": "model-000", "score": 1114.0}
     assert document["tables"]["coefficients"][0]["feature"] == "log_length_ratio"
     kept = tmp_path / "kept.json"
     run(votes, "--models", "model-001,model-002,model-003", "--ci", "none", "-o", kept)
@@ -96,11 +98,11 @@ def test_filters_anchor_and_covariates(votes, tmp_path):
 def test_davidson_and_compat_settings(votes, tmp_path):
     out = tmp_path / "fit.json"
     run(votes, "--ties", "davidson", "--ci", "sandwich", "-o", out)
-    meta = json.loads(out.read_text())["meta"]
+    meta = json.loads(out.read_text())["meta"]["settings"]
     assert meta["method"] == "davidson" and meta["tie_parameter"]["lower"] < meta["tie_parameter"]["nu"] < meta["tie_parameter"]["upper"]
     compat = tmp_path / "compat.json"
     run(votes, "--style", "both", "--compat", "arena-rank", "-o", compat)
-    meta = json.loads(compat.read_text())["meta"]
+    meta = json.loads(compat.read_text())["meta"]["settings"]
     assert (meta["compat"], meta["ridge"], meta["reweight"], meta["ci"], meta["min_battles"]) == ("arena-rank", 1.0, True, "sandwich", 1)
 
 

@@ -6,7 +6,8 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena_cli.matrix import matrix_document, model_order, pairwise_counts, wide_matrix
+from arena_cli.pairwise import model_order, pairwise_counts, wide_matrix
+from arena_cli.results import PairwiseMatrix
 from arena_cli.render import OutputFormat, render
 from tests import compare_fixtures as fx
 
@@ -62,8 +63,8 @@ def test_wide_matrix_follows_order_and_leaves_diagonal_and_unmet_pairs_empty():
 def test_matrix_document_shapes():
     pairs = pairwise_counts(fx.battles())
     order = model_order(pairs)
-    wide = matrix_document(pairs, "win_rate", order)
+    wide = PairwiseMatrix(pairs, tuple(order), "win_rate").to_document()
     assert wide.primary.frame.columns == ["model", *order]
     assert render(wide, OutputFormat.markdown).decode().count("—") == len(order)  # every pair met: only the diagonal
-    long = matrix_document(pairs, "win_rate", order, long=True)
+    long = PairwiseMatrix(pairs, tuple(order), "win_rate", long=True).to_document()
     assert render(long, OutputFormat.csv).decode().splitlines()[0] == "model,opponent,battles,wins,ties,losses,win_rate"

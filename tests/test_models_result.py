@@ -57,7 +57,8 @@ def test_document_tables_and_meta(result):
     assert doc.kind == "leaderboard"
     assert [t.name for t in doc.tables] == ["leaderboard", "coefficients"]
     assert doc.table("leaderboard").frame.equals(result.leaderboard)
-    assert doc.meta == result.settings
+    assert doc.meta["settings"] == {k: v for k, v in result.settings.items() if k != "versions"}
+    assert doc.meta["versions"] == result.settings["versions"]
     assert "5,000 battles among 5 models" in doc.title
 
 

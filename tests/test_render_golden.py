@@ -16,7 +16,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from arena_cli import compare, info, matrix, report
+from arena_cli import comparison as compare
+from arena_cli import info
+from arena_cli import pairwise as matrix
+from arena_cli.results import PairwiseMatrix, Report
 from arena_cli.render import Document, OutputFormat, render
 from tests import compare_fixtures as fx
 
@@ -39,13 +42,13 @@ def compare_document() -> Document:
 
 def matrix_document() -> Document:
     pairs = matrix.pairwise_counts(fx.battles())
-    return matrix.matrix_document(pairs, "win_rate", matrix.model_order(pairs))
+    return PairwiseMatrix(pairs, tuple(matrix.model_order(pairs)), "win_rate").to_document()
 
 
 def report_document() -> Document:
     battles = fx.battles()
     comparison = compare.compare_variants(fx.leaderboards(), fx.all_coefficients(), fx.VARIANTS, settings={"seed": 7})
-    return report.report_document(info.describe(battles), comparison, fx.leaderboards(), matrix.pairwise_counts(battles), "fixture")
+    return Report(info.summarize(battles), comparison, fx.leaderboards(), matrix.pairwise_counts(battles), "fixture").to_document()
 
 
 DOCUMENTS = {"diff": diff_document, "compare": compare_document, "matrix": matrix_document, "report": report_document}

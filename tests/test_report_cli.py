@@ -68,7 +68,7 @@ def test_report_json_has_every_table(store, tmp_path):
     payload = json.loads(target.read_text())
     assert list(payload["tables"]) == ["overview", "outcomes", "languages", "quarantine", "rank_diff", "coefficients",
                                        "highlights", "leaderboard_none", "leaderboard_length"]
-    assert payload["meta"]["variants"] == {"none": "none", "length": "length"}
+    assert payload["meta"]["settings"]["variants"] == {"none": "none", "length": "length"}
 
 
 def test_report_needs_an_output_file(store):

@@ -8,24 +8,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from arena_cli.commands.options import (
-    FormatOption,
-    LockWaitOption,
-    OutputOption,
-    SourcesArgument,
-    StoreOption,
-    WhereOption,
-    parse_pairs,
-)
-
-
-class InputFormat(str, Enum):
-    auto = "auto"
-    jsonl = "jsonl"
-    json = "json"
-    csv = "csv"
-    parquet = "parquet"
-    kaggle = "kaggle"
+from arena_cli.commands.options import LockWaitOption, StoreOption, WhereOption, filter_options, input_option_group, source_options
+from arena_cli.commands.output import Output, output_options, show
+from arena_cli.io.options import BattleFilter, InputOptions, Source
 
 
 class SummaryFormat(str, Enum):
@@ -33,34 +18,29 @@ class SummaryFormat(str, Enum):
     json = "json"
 
 
+@input_option_group
 def ingest_command(
-    sources: Annotated[list[Path], typer.Argument(help="Vote-log files: JSONL/JSON (FastChat, LMArena), parquet, CSV (Kaggle or mapped); .gz allowed.")],
+    sources: Annotated[list[Path], typer.Argument(metavar="FILES...", help="Vote-log files: JSONL/JSON (FastChat, LMArena), parquet, CSV (Kaggle or mapped); .gz allowed.")],
+    input: InputOptions,
     store: StoreOption = None,
-    input_format: Annotated[InputFormat, typer.Option("--input-format", "-i", help="Input format; auto detects from the extension and the columns.")] = InputFormat.auto,
-    mapping: Annotated[Optional[list[str]], typer.Option("--map", help="FIELD=COLUMN: take a canonical field from another column (repeatable). --map battle_id= ignores id columns.")] = None,
-    winner_map: Annotated[Optional[list[str]], typer.Option("--winner-map", help="LABEL=OUTCOME: map a winner label to model_a, model_b, tie or both_bad (repeatable).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Reject the whole run (exit 4, store unchanged) if any row would be quarantined.")] = False,
     summary_format: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Summary on stdout as JSON too (the table always goes to stderr).")] = SummaryFormat.table,
     lock_wait: LockWaitOption = 60.0,
 ) -> None:
     """Validate vote logs and add their new battles to the store; rejected rows go to its quarantine."""
+    from arena_cli import api
     from arena_cli.console import err_console, progress
-    from arena_cli.io.ingest import InputOptions, check_sources, ingest_to_store
-    from arena_cli.io.store import Store
 
-    options = InputOptions(fmt=input_format.value, mapping=parse_pairs(mapping, "--map"), winner_map=parse_pairs(winner_map, "--winner-map"))
-    check_sources(sources, options)  # a typo in a path or option must not leave an empty store behind
-    target = Store.open(store, create=True)
     with progress() as bar:
         task = bar.add_task("ingesting", total=None)
-        summaries = ingest_to_store(target, sources, options, strict=strict, lock_wait=lock_wait,
-                                    on_batch=lambda s: bar.update(task, description=f"ingesting {Path(s.source).name}", completed=s.rows_read))
-    _print_summary(err_console, summaries, target.root)
+        report = api.ingest(sources, store, input=input, strict=strict, lock_wait=lock_wait,
+                            on_source=lambda name, rows: bar.update(task, description=f"ingesting {Path(name).name}", completed=rows))
+    _print_summary(err_console, report.summaries, report.store)
     if summary_format is SummaryFormat.json:
-        import json
+        from arena_cli.render import emit
+        from arena_cli.render.document import OutputFormat
 
-        payload = {"store": str(target.root), "sources": [s.as_dict() for s in summaries]}
-        typer.echo(json.dumps(payload, indent=2))
+        emit(report.to_document(), OutputFormat.json)
 
 
 def _print_summary(console, summaries, root: Path) -> None:
@@ -76,29 +56,14 @@ def _print_summary(console, summaries, root: Path) -> None:
     console.print(table)
 
 
-def info_command(
-    sources: SourcesArgument = None,
-    store: StoreOption = None,
-    where: WhereOption = None,
-    output_format: FormatOption = None,
-    output: OutputOption = None,
-) -> None:
+@source_options
+@filter_options
+@output_options
+def info_command(source: Source, filters: BattleFilter, output: Output) -> None:
     """Summarise battles: counts, models, date range, outcomes, languages, quarantine, computed features."""
-    from arena_cli.io.battles import load_battles
-    from arena_cli.info import describe, store_context
-    from arena_cli.render import emit
+    from arena_cli import api
 
-    columns = ["model_a", "model_b", "outcome", "timestamp", "language"]
-    from arena_cli.io.options import BattleFilter, Source
-
-    loaded = load_battles(Source(tuple(sources or ()), store), BattleFilter(where), columns=columns)
-    from arena_cli.console import warn
-
-    for message in loaded.warnings:
-        warn(message)
-    battles = loaded.battles
-    quarantine, features = (None, None) if sources else store_context(store)
-    emit(describe(battles, quarantine, features), output_format, output)
+    show(api.describe(source, filters=filters), output)
 
 
 class ExportFormat(str, Enum):
@@ -115,9 +80,8 @@ def export_command(
     where: WhereOption = None,
 ) -> None:
     """Export the store's battles (or its quarantine) to one parquet, JSONL or CSV file."""
-    from arena_cli.io.export import export_table
-
-    rows = export_table(store, table, output, export_format.value if export_format else None, where)
+    from arena_cli import api
     from arena_cli.console import info
 
+    rows = api.export(output, store=store, table=table, fmt=export_format.value if export_format else None, where=where)
     info(f"wrote {rows:,} rows to {output}")

@@ -1,53 +1,82 @@
-"""Options shared by several commands, declared once."""
+"""Option groups, declared once and attached to every command that takes them.
+
+Each group is a decorator (as sqlite-utils stacks click decorators): it puts its options into the command's
+signature, where typer reads them, and calls the command with one object built from their values — a
+:class:`~arena_cli.io.options.Source`, a :class:`~arena_cli.io.options.BattleFilter`, :class:`FitOptions`,
+:class:`~arena_cli.io.options.FeatureOptions` or the variant choice of ``diff`` and ``report``. Adding an
+option to every fitting command is a change here only.
+
+Nothing heavy is imported: ``arena --help`` builds every signature.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-from arena_cli.render.document import OutputFormat
-
-StoreOption = Annotated[
-    Optional[Path],
-    typer.Option("--store", "-s", help="Store directory (default: $ARENA_STORE or ./arena-store).", show_default=False),
-]
-SourcesArgument = Annotated[
-    Optional[list[Path]],
-    typer.Argument(help="Vote-log files to read directly instead of a store (any format `arena ingest` reads).", show_default=False),
-]
-FormatOption = Annotated[
-    Optional[OutputFormat],
-    typer.Option("--format", "-f", help="Output format (default: from the -o extension, else table).", show_default=False),
-]
-OutputOption = Annotated[
-    Optional[Path],
-    typer.Option("--output", "-o", help="Write to FILE (atomically) instead of stdout; format from the extension.", show_default=False),
-]
-WhereOption = Annotated[
-    Optional[str],
-    typer.Option("--where", help="SQL boolean filter on battle columns, e.g. \"language = 'English' AND turn > 1\".", show_default=False),
-]
-ModelsOption = Annotated[
-    Optional[str],
-    typer.Option("--models", help="Comma-separated models: keep only battles between them.", show_default=False),
-]
-ExcludeModelsOption = Annotated[
-    Optional[str],
-    typer.Option("--exclude-models", help="Comma-separated models: drop every battle involving them.", show_default=False),
-]
-LockWaitOption = Annotated[
-    float,
-    typer.Option("--lock-wait", help="Seconds to wait for another run's lock on the store before failing (exit 5)."),
-]
+from arena_cli.io.options import DEFAULT_ENCODING, DEFAULT_RECIPE, RECIPES, BattleFilter, FeatureOptions, InputOptions, Source
+from arena_cli.models.options import (
+    DEFAULT_MIN_BATTLES,
+    DEFAULT_SEED,
+    DEFAULT_TOP_K,
+    DEFAULT_VARIANTS,
+    BothBad,
+    CIMethod,
+    Compat,
+    FitOptions,
+    Solver,
+    Ties,
+)
 
 
-def split_list(value: str | None) -> list[str] | None:
-    """``"a, b"`` -> ``["a", "b"]``; None stays None."""
+def option_group(name: str, options: list[inspect.Parameter], build: Callable[..., Any]) -> Callable[[Callable], Callable]:
+    """A decorator replacing the command's parameter ``name`` by ``options`` (in its place in ``--help``);
+    the command receives ``build(**their values)`` as ``name``."""
+
+    def decorate(command: Callable) -> Callable:
+        signature = inspect.signature(command)
+        if name not in signature.parameters:
+            raise TypeError(f"{command.__name__} has no parameter {name!r} for its option group")
+        hints = typing.get_type_hints(command, include_extras=True)
+        parameters: list[inspect.Parameter] = []
+        for parameter in signature.parameters.values():
+            if parameter.name == name:
+                parameters.extend(options)
+            else:
+                annotation = hints.get(parameter.name, parameter.annotation)
+                parameters.append(parameter.replace(annotation=annotation, kind=inspect.Parameter.KEYWORD_ONLY))
+        names = [option.name for option in options]
+
+        @functools.wraps(command)
+        def run(**values: Any) -> Any:
+            values[name] = build(**{n: values.pop(n) for n in names})
+            return command(**values)
+
+        run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in parameters}
+        return run
+
+    return decorate
+
+
+def option(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+    """One option of a group: a keyword parameter typer reads from its annotation."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+
+def split_list(value: str | None) -> tuple[str, ...] | None:
+    """``"a, b"`` -> ``("a", "b")``; None stays None."""
     if value is None:
         return None
-    return [v.strip() for v in value.split(",") if v.strip()]
+    return tuple(v.strip() for v in value.split(",") if v.strip())
 
 
 def parse_pairs(values: list[str] | None, option: str) -> dict[str, str]:
@@ -61,3 +90,170 @@ def parse_pairs(values: list[str] | None, option: str) -> dict[str, str]:
             raise InputError(f"{option} {item!r}: expected KEY=VALUE")
         pairs[key.strip()] = value.strip()
     return pairs
+
+
+# -------------------------------------------------------------------------------------------- inputs
+
+StoreOption = Annotated[
+    Optional[Path],
+    typer.Option("--store", "-s", help="Store directory (default: $ARENA_STORE or ./arena-store).", show_default=False),
+]
+LockWaitOption = Annotated[
+    float,
+    typer.Option("--lock-wait", help="Seconds to wait for another run's lock on the store before failing (exit 5)."),
+]
+
+
+class InputFormat(str, Enum):
+    """The container or dialect of vote-log files (auto: from the extension and the columns)."""
+
+    auto = "auto"
+    jsonl = "jsonl"
+    json = "json"
+    csv = "csv"
+    parquet = "parquet"
+    kaggle = "kaggle"
+
+
+InputFormatOption = Annotated[InputFormat, typer.Option("--input-format", "-i", help="Input format of FILES; auto detects from the extension and the columns.")]
+MapOption = Annotated[
+    Optional[list[str]],
+    typer.Option("--map", metavar="FIELD=COLUMN", help="Take a canonical field from another column (repeatable). --map battle_id= ignores id columns.", show_default=False),
+]
+WinnerMapOption = Annotated[
+    Optional[list[str]],
+    typer.Option("--winner-map", metavar="LABEL=OUTCOME", help="Map a winner label to model_a, model_b, tie or both_bad (repeatable).", show_default=False),
+]
+
+
+def input_options(input_format: InputFormat, mapping: list[str] | None, winner_map: list[str] | None) -> InputOptions:
+    return InputOptions(fmt=input_format.value, mapping=parse_pairs(mapping, "--map"), winner_map=parse_pairs(winner_map, "--winner-map"))
+
+
+_INPUT_PARAMETERS = [
+    option("input_format", InputFormatOption, InputFormat.auto),
+    option("mapping", MapOption, None),
+    option("winner_map", WinnerMapOption, None),
+]
+
+
+def _source(sources: list[Path] | None, store: Path | None, input_format: InputFormat, mapping: list[str] | None, winner_map: list[str] | None) -> Source:
+    return Source(tuple(sources or ()), store, input_options(input_format, mapping, winner_map))
+
+
+#: FILES or --store, and how to read the files: every command that reads battles.
+source_options = option_group("source", [
+    option("sources", Annotated[Optional[list[Path]], typer.Argument(
+        metavar="[FILES]...", help="Vote-log files to read directly instead of a store (any format `arena ingest` reads).", show_default=False)], None),
+    option("store", StoreOption, None),
+    *_INPUT_PARAMETERS,
+], _source)
+
+#: Only the input options, for commands whose FILES argument is their own (``arena ingest``).
+input_option_group = option_group("input", _INPUT_PARAMETERS, input_options)
+
+
+# ------------------------------------------------------------------------------------------- filters
+
+def _filters(where: str | None = None, models: str | None = None, exclude_models: str | None = None) -> BattleFilter:
+    return BattleFilter(where, split_list(models), split_list(exclude_models))
+
+
+WhereOption = Annotated[
+    Optional[str],
+    typer.Option("--where", help="SQL boolean filter on battle columns, e.g. \"language = 'English' AND turn > 1\".", show_default=False),
+]
+_MODEL_FILTERS = [
+    option("models", Annotated[Optional[str], typer.Option("--models", help="Comma-separated models: keep only battles between them.", show_default=False)], None),
+    option("exclude_models", Annotated[Optional[str], typer.Option("--exclude-models", help="Comma-separated models: drop every battle involving them.", show_default=False)], None),
+]
+
+#: --where, --models, --exclude-models: which battles a command works on.
+filter_options = option_group("filters", [option("where", WhereOption, None), *_MODEL_FILTERS], _filters)
+#: --models, --exclude-models only (``arena compare`` takes a --where per side).
+model_filter_options = option_group("filters", _MODEL_FILTERS, _filters)
+
+
+# ---------------------------------------------------------------------------------------------- fit
+
+STYLE_HELP = (
+    "Style control: none, length (tokens), markdown (header, list, bold), both (all four), or a comma list of "
+    "feature groups, features (<name>_a/_b count columns) and numeric battle columns (your own covariates)."
+)
+
+_MODEL_OPTIONS = [
+    option("ties", Annotated[Ties, typer.Option("--ties", help="Ties: half (half a win each way, LMArena), drop, or davidson (Davidson's model with an estimated tie parameter).")], Ties.half),
+    option("both_bad", Annotated[BothBad, typer.Option("--both-bad", help="both_bad votes: counted as a tie (LMArena) or dropped.")], BothBad.tie),
+    option("no_normalize", Annotated[bool, typer.Option("--no-normalize", help="Use style features as transformed, without standardising them to mean 0 and sd 1.")], False),
+    option("anchor", Annotated[Optional[str], typer.Option("--anchor", metavar="MODEL=SCORE", help="Pin one model's score (e.g. mixtral-8x7b-instruct-v0.1=1114, as LMArena); default: mean score 1000.", show_default=False)], None),
+    option("reweight", Annotated[Optional[bool], typer.Option("--reweight/--no-reweight", help="Weight battles by 1/max(n_pair, 50), normalised to mean 1, for non-uniform pair sampling (default: off; on under --compat arena-rank with style).", show_default=False)], None),
+    option("ridge", Annotated[Optional[float], typer.Option("--ridge", help="L2 penalty (ridge/2)·Σγ² on the style coefficients, added to the MEAN negative log-likelihood per battle (arena-rank's reg convention). Default 0: the plain MLE.", show_default=False)], None),
+    option("compat", Annotated[Optional[Compat], typer.Option("--compat", help="Reproduce arena-rank 0.1.1's defaults: with style, reweighting and ridge 1.0; sandwich intervals; no --min-battles exclusion.", show_default=False)], None),
+    option("min_battles", Annotated[Optional[int], typer.Option("--min-battles", help=f"Exclude models with fewer battles (after filters), with a warning. Default {DEFAULT_MIN_BATTLES} (1 under --compat).", show_default=False)], None),
+    option("solver", Annotated[Solver, typer.Option("--solver", help="newton: exact and fast; statsmodels: the independent reference (small data only).")], Solver.newton),
+]
+_INTERVAL_OPTIONS = [
+    option("ci", Annotated[Optional[CIMethod], typer.Option("--ci", help="Intervals: bootstrap (percentile, resampling battles or --cluster), sandwich (robust covariance) or none. Default bootstrap (sandwich under --compat).", show_default=False)], None),
+    option("rounds", Annotated[int, typer.Option("--rounds", min=1, help="Bootstrap rounds, shared by every variant (also the normal draws behind sandwich rank intervals).")], 1000),
+    option("seed", Annotated[int, typer.Option("--seed", min=0, help="Seed of the resamples: the same seed gives byte-identical JSON, CSV and markdown.")], DEFAULT_SEED),
+    option("confidence", Annotated[float, typer.Option("--confidence", help="Confidence level of every interval.")], 0.95),
+    option("cluster", Annotated[Optional[str], typer.Option("--cluster", help="Resample clusters of this column (e.g. judge, question_id) instead of battles; with --ci sandwich, a cluster-robust covariance.", show_default=False)], None),
+    option("workers", Annotated[Optional[int], typer.Option("--workers", min=1, help="Bootstrap processes (default: all cores).", show_default=False)], None),
+]
+
+
+def _fit_options(*, style: str = "none", no_normalize: bool = False, anchor: str | None = None, **values: Any) -> FitOptions:
+    from arena_cli.models.options import parse_anchor
+
+    options = FitOptions(style=style, normalize=not no_normalize, anchor=parse_anchor(anchor) if anchor else None, **values)
+    options.validate()
+    return options
+
+
+def fit_options(*, style: bool = True, intervals: bool = True) -> Callable[[Callable], Callable]:
+    """The fit options as one :class:`FitOptions` (unresolved: presets are left to each variant). ``style``:
+    whether the command takes --style (``diff`` and ``report`` fit --variants instead); ``intervals``: the
+    interval options (``matrix`` makes a point fit)."""
+    options = [option("style", Annotated[str, typer.Option("--style", help=STYLE_HELP)], "none")] if style else []
+    options += _MODEL_OPTIONS + (_INTERVAL_OPTIONS if intervals else [])
+    return option_group("options", options, _fit_options)
+
+
+def _check_recipe(value: str) -> str:
+    if value not in RECIPES:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(RECIPES)}")
+    return value
+
+
+RecipeOption = Annotated[str, typer.Option("--recipe", "-r", callback=_check_recipe, metavar="<default|lmarena>", help="Markdown recipe: default removes fenced code properly before counting; lmarena is LMArena/FastChat's add_markdown_info.py bit for bit, code-removal quirk included (to reproduce published numbers).")]
+EncodingOption = Annotated[str, typer.Option("--encoding", "-e", help="tiktoken encoding for token counts. cl100k_base (LMArena's) is bundled; others (e.g. o200k_base, arena-hard-auto v2's) must be in tiktoken's cache (TIKTOKEN_CACHE_DIR).")]
+
+#: --recipe, --encoding: how style features are computed from texts.
+feature_options = option_group("features", [
+    option("recipe", RecipeOption, DEFAULT_RECIPE),
+    option("encoding", EncodingOption, DEFAULT_ENCODING),
+], FeatureOptions)
+
+
+# ----------------------------------------------------------------------------------------- variants
+
+@dataclass(frozen=True)
+class VariantChoice:
+    """Which style-control variants ``diff`` and ``report`` fit, and how they are compared."""
+
+    variants: str = DEFAULT_VARIANTS
+    baseline: str = "none"
+    top_k: int = DEFAULT_TOP_K
+    sort: str | None = None
+
+
+def variant_options(*, sort: bool = True) -> Callable[[Callable], Callable]:
+    """--variants, --baseline, --top-k (and --sort where rows are sorted) as one :class:`VariantChoice`."""
+    options = [
+        option("variants", Annotated[str, typer.Option("--variants", help="Comma-separated style-control variants: none, length, markdown, both, or a custom feature set joined with + (length+bold), optionally named NAME=SET (lb=length+bold).")], DEFAULT_VARIANTS),
+        option("baseline", Annotated[str, typer.Option("--baseline", help="The variant rank changes are measured against.")], "none"),
+        option("top_k", Annotated[int, typer.Option("--top-k", min=1, help="Highlights: models entering or leaving the K highest scores.")], DEFAULT_TOP_K),
+    ]
+    if sort:
+        options.append(option("sort", Annotated[Optional[str], typer.Option("--sort", help="Sort rows by this variant's rank, or by model name with 'model' (default: the last variant).", show_default=False)], None))
+    return option_group("choice", options, VariantChoice)

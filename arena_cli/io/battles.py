@@ -66,32 +66,14 @@ def load_battle_parts(
     are reported; it raises to abandon the read (which then reports nothing).
     """
     filters = filters or BattleFilter()
-    where, models, exclude_models = filters.where, filters.models, filters.exclude_models
-    condition = where_expression(where) if where else None
+    condition = where_expression(filters.where) if filters.where else None
     wanted = None
     if columns is not None:
         wanted = list(dict.fromkeys([*columns, *(condition.meta.root_names() if condition is not None else [])]))
 
     def narrowed(part: Frame) -> Frame:
-        if condition is not None:
-            names = part.collect_schema().names()
-            unknown = [c for c in condition.meta.root_names() if c not in names]
-            if unknown:
-                raise InputError(f"--where names unknown column(s) {unknown}; columns: {', '.join(names)}")
-            try:
-                if isinstance(part, pl.LazyFrame):  # evaluated here, on its own columns: errors surface now, not mid-command
-                    part.select(condition.sum()).collect()
-                part = part.filter(condition)
-            except Exception as error:
-                # the first line says what failed; polars adds the query plan of a lazy frame after it
-                raise InputError(f"--where {where!r} failed: {str(error).splitlines()[0]}") from None
-        if models:
-            keep = pl.Series(list(models)).implode()
-            part = part.filter(pl.col("model_a").is_in(keep) & pl.col("model_b").is_in(keep))
-        if exclude_models:
-            drop = pl.Series(list(exclude_models)).implode()
-            part = part.filter(~pl.col("model_a").is_in(drop) & ~pl.col("model_b").is_in(drop))
-        return reduce(part) if reduce is not None else part
+        kept = _filtered(part, filters, condition)
+        return reduce(kept) if reduce is not None else kept
 
     if source.files:
         from arena_cli.io.ingest import read_sources
@@ -112,3 +94,33 @@ def load_battle_parts(
     if not parts:
         raise NoDataError(f"store {opened.root} has no battles yet")
     return Loaded([narrowed(part) for part in parts])
+
+
+def _filtered(part: Frame, filters: BattleFilter, condition: pl.Expr | None) -> Frame:
+    """The battles of ``part`` that ``filters`` keep (``condition``: its parsed ``where``)."""
+    if condition is not None:
+        names = part.collect_schema().names()
+        unknown = [c for c in condition.meta.root_names() if c not in names]
+        if unknown:
+            raise InputError(f"--where names unknown column(s) {unknown}; columns: {', '.join(names)}")
+        try:
+            if isinstance(part, pl.LazyFrame):  # evaluated here, on its own columns: errors surface now, not mid-command
+                part.select(condition.sum()).collect()
+            part = part.filter(condition)
+        except Exception as error:
+            # the first line says what failed; polars adds the query plan of a lazy frame after it
+            raise InputError(f"--where {filters.where!r} failed: {str(error).splitlines()[0]}") from None
+    if filters.models:
+        keep = pl.Series(list(filters.models)).implode()
+        part = part.filter(pl.col("model_a").is_in(keep) & pl.col("model_b").is_in(keep))
+    if filters.exclude_models:
+        drop = pl.Series(list(filters.exclude_models)).implode()
+        part = part.filter(~pl.col("model_a").is_in(drop) & ~pl.col("model_b").is_in(drop))
+    return part
+
+
+def filter_frame(frame: pl.DataFrame, filters: BattleFilter) -> pl.DataFrame:
+    """``filters`` applied to battles already in memory (a frame given to the Python API)."""
+    condition = where_expression(filters.where) if filters.where else None
+    kept = _filtered(frame, filters, condition)
+    return kept.collect() if isinstance(kept, pl.LazyFrame) else kept

@@ -43,6 +43,10 @@ class Compat(str, Enum):
     arena_rank = "arena-rank"
 
 
+#: The default style-control variants of ``arena diff`` and ``arena report``, as in LMArena's style-control post.
+DEFAULT_VARIANTS = "none,length,markdown,both"
+#: Highlights: models entering or leaving the K highest scores.
+DEFAULT_TOP_K = 10
 #: Default seed: output is byte-identical across runs unless ``--seed`` changes.
 DEFAULT_SEED = 42
 #: Models with fewer battles than this (after filters) are excluded, with a warning.

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
+
+if TYPE_CHECKING:
+    from arena_cli.render.document import Document
 
 #: The score scale: 1000 + POINTS_PER_LOGIT·β, i.e. 400 points for a factor of 10 in the odds (Elo-like).
 SCORE_OFFSET = 1000.0
@@ -32,7 +35,8 @@ class FitResult:
     natural-scale strength in the Σβ = 0 gauge, ``scores`` the published scores (anchor applied),
     ``covariance`` the sandwich covariance of (β, γ[, log ν]) (None unless ``ci=sandwich``),
     ``score_draws``/``gamma_draws``/``rank_draws`` one row per bootstrap round (or per normal draw under the
-    sandwich; None with ``ci=none``).
+    sandwich; None with ``ci=none``). ``filters``, ``inputs``: which battles were fitted, and from where (the
+    Python API fills them); ``warnings``: what the user should know (excluded models, skipped rows).
     """
 
     leaderboard: pl.DataFrame
@@ -49,66 +53,20 @@ class FitResult:
     rank_draws: np.ndarray | None
     log_nu: float | None
     warnings: tuple[str, ...]
+    filters: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)
 
-    def to_document(self):
-        """The leaderboard and coefficient tables, with the settings as meta.
+    def to_document(self) -> Document:
+        """The leaderboard and coefficient tables, with settings, filters, inputs and warnings as ``meta``."""
+        from arena_cli.render.views import leaderboard_document
 
-        People see ``rank [lower, upper]`` and ``score [lower, upper]``; JSON, CSV and parquet carry the
-        columns of :data:`LEADERBOARD_COLUMNS`.
-        """
-        from arena_cli.render.document import Column, Document, Table
-
-        style = self.settings.get("style", "none")
-        title = "Leaderboard" + ("" if style == "none" else f" (style control: {style})")
-        notes = tuple(
-            f"{e['model']} excluded ({e['battles']} battles): {e['reason']}" for e in self.settings.get("excluded", [])
-        )
-        if self.leaderboard["rank_lower"].is_not_null().any():
-            notes = (*notes, RANK_NOTE)
-        tables = (
-            Table(
-                "leaderboard", self.leaderboard, title=title, notes=notes, layout=leaderboard_layout(self.leaderboard.columns),
-                float_digits={c: 1 for c in ("score", "score_lower", "score_upper")},
-            ),
-            Table(
-                "coefficients", self.coefficients, title="Style coefficients (log-odds per sd of each feature)",
-                float_digits={c: 4 for c in ("coef", "lower", "upper")},
-                layout=(Column("feature", "feature"), Column("coefficient", "coef", "lower", "upper", digits=4)),
-            ),
-        )
-        s = self.settings
-        intervals = "no intervals" if s.get("ci") == "none" else f"{s.get('confidence', 0.95):.0%} {s.get('ci')} intervals"
-        model_name = "Davidson" if s.get("method") == "davidson" else "Bradley-Terry"
-        heading = f"{model_name} fit of {s.get('n_battles', 0):,} battles among {s.get('n_models', 0)} models, {intervals}"
-        return Document(kind="leaderboard", tables=tables, meta=self.settings, title=heading)
+        return leaderboard_document(self)
 
     def index(self, model: str) -> int:
         try:
             return self.models.index(model)
         except ValueError:
             raise KeyError(f"{model!r} is not in this fit") from None
-
-
-#: How to read the two rank columns; they answer different questions, so a rank can lie outside its range.
-RANK_NOTE = (
-    "rank: 1 + the number of models whose score interval lies wholly above this model's (LMArena's rank: models "
-    "share a rank while their intervals overlap). rank range: the central interval (at the fit's confidence) of "
-    "the model's position by score over the resamples (normal draws for sandwich intervals). A shared rank can lie "
-    "outside the range."
-)
-
-
-def leaderboard_layout(columns: Sequence[str]) -> tuple:
-    """How people see a leaderboard: rank, rank range, model, score with its interval, then the counts."""
-    from arena_cli.render.document import Column
-
-    return (
-        Column("rank", "rank"),
-        Column("rank range", "rank_lower", through="rank_upper"),
-        Column("model", "model"),
-        Column("score", "score", "score_lower", "score_upper", digits=1),
-        *(Column(c, c) for c in ("battles", "wins", "ties", "losses") if c in columns),
-    )
 
 
 def predict_win_prob(result: FitResult, model_a: str | Sequence[str], model_b: str | Sequence[str]) -> float | np.ndarray:

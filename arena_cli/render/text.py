@@ -9,7 +9,7 @@ from typing import Any
 from arena_cli.render.display import Cell, Shown, json_value, plain_frame, rounded, shown
 from arena_cli.render.document import Document, Figure
 
-JSON_SCHEMA_VERSION = 1
+JSON_SCHEMA_VERSION = 2
 
 
 def to_json(doc: Document) -> bytes:

@@ -5,12 +5,16 @@ the plots (forest, slope, pairwise heatmaps). Rendered to html (self-contained) 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-from arena_cli.compare import SCORE_DIGITS, VariantComparison, with_positions
+from arena_cli.comparison import VariantComparison, with_positions
 from arena_cli.render.document import Document, Figure, Table
+from arena_cli.render.views import RANK_NOTE, SCORE_DIGITS, leaderboard_layout, meta, rank_diff_tables, summary_tables
+
+if TYPE_CHECKING:
+    from arena_cli.results import Report
 
 #: Tables of ``arena info``'s summary the report keeps (per-model counts are in the leaderboards already).
 SUMMARY_TABLES = ("overview", "outcomes", "languages", "quarantine", "features")
@@ -19,8 +23,6 @@ SUMMARY_TABLES = ("overview", "outcomes", "languages", "quarantine", "features")
 def leaderboard_table(variant: str, leaderboard: pl.DataFrame, explain: bool = True) -> Table:
     """A variant's leaderboard as people read it: rank and score with their intervals, then the counts;
     ``explain``: with the note on how to read the rank (the report gives it once, under the first)."""
-    from arena_cli.models.result import RANK_NOTE, leaderboard_layout
-
     digits = {c: SCORE_DIGITS for c in ("score", "score_lower", "score_upper")}
     intervals = "rank_lower" in leaderboard.columns and leaderboard["rank_lower"].is_not_null().any()
     notes = (RANK_NOTE + " The same in every leaderboard below.",) if intervals and explain else ()
@@ -53,7 +55,7 @@ def positions(leaderboards: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
 def report_figures(comparison: VariantComparison, leaderboards: Mapping[str, pl.DataFrame], pairs: pl.DataFrame, last_board: str) -> tuple[Figure, ...]:
     """The report's plots, each anchored after the table it illustrates."""
     from arena_cli.render import plots
-    from arena_cli.matrix import model_order, wide_matrix
+    from arena_cli.pairwise import model_order, wide_matrix
 
     names = list(leaderboards)
     baseline, last = comparison.baseline, names[-1]
@@ -84,31 +86,17 @@ def report_figures(comparison: VariantComparison, leaderboards: Mapping[str, pl.
     return tuple(figures)
 
 
-def report_document(
-    summary: Document,
-    comparison: VariantComparison,
-    leaderboards: Mapping[str, pl.DataFrame],
-    pairs: pl.DataFrame,
-    source: str = "",
-) -> Document:
+def report_document(report: Report) -> Document:
     """Assemble the report from its parts (no fitting here): data summary, rank diff, coefficients,
     highlights, each variant's leaderboard, and the plots."""
+    comparison = report.comparison
+    leaderboards = report.leaderboards
     data_tables = [
         Table(t.name, t.frame, f"Data: {t.title or t.name}", t.float_digits, summary_notes(t), t.layout)
-        for t in summary.tables if t.name in SUMMARY_TABLES
+        for t in summary_tables(report.summary) if t.name in SUMMARY_TABLES
     ]
     boards = [leaderboard_table(name, board, explain=k == 0) for k, (name, board) in enumerate(leaderboards.items())]
-    tables = (*data_tables, *comparison.tables(), *boards)
-    figures = report_figures(comparison, leaderboards, pairs, boards[-1].name)
-    meta: dict[str, Any] = {
-        "source": source,
-        "data": summary.meta,
-        "variants": comparison.variants,
-        "baseline": comparison.baseline,
-        "top_k": comparison.top_k,
-        "settings": comparison.settings,
-    }
-    title = f"Ranking report: {source}" if source else "Ranking report"
-    return Document("report", tables, meta=meta, title=title, figures=figures)
-
-
+    tables = (*data_tables, *rank_diff_tables(comparison), *boards)
+    figures = report_figures(comparison, leaderboards, report.pairs, boards[-1].name)
+    title = f"Ranking report: {report.source}" if report.source else "Ranking report"
+    return Document("report", tables, meta=meta(report, source=report.source, data=report.summary.overview), title=title, figures=figures)

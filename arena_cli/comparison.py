@@ -9,6 +9,7 @@ the k highest-scoring models (leaderboard order), whatever their rank intervals.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 from functools import reduce
 from pathlib import Path
@@ -17,18 +18,14 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from arena_cli.errors import InputError
-from arena_cli.render.document import Column, Document, Table
+from arena_cli.models.options import DEFAULT_TOP_K, DEFAULT_VARIANTS
 
 if TYPE_CHECKING:
     from arena_cli.models import FitOptions, FitResult
+    from arena_cli.render.document import Document
 
 #: Columns of a leaderboard that comparisons read (``arena fit``'s leaderboard has them all).
-LEADERBOARD_COLUMNS = ("rank", "rank_lower", "rank_upper", "model", "score", "score_lower", "score_upper")
-#: The default style-control variants of ``arena diff``, as in LMArena's style-control post.
-DEFAULT_VARIANTS = "none,length,markdown,both"
-DEFAULT_TOP_K = 10
-SCORE_DIGITS = 1
-COEF_DIGITS = 3
+COMPARED_COLUMNS = ("rank", "rank_lower", "rank_upper", "model", "score", "score_lower", "score_upper")
 
 
 # --------------------------------------------------------------------------------------------- variants
@@ -63,10 +60,10 @@ def _int_ranks(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _checked(leaderboard: pl.DataFrame, label: str) -> pl.DataFrame:
-    missing = [c for c in LEADERBOARD_COLUMNS if c not in leaderboard.columns]
+    missing = [c for c in COMPARED_COLUMNS if c not in leaderboard.columns]
     if missing:
         raise InputError(f"{label}: leaderboard lacks column(s) {missing}")
-    return _int_ranks(leaderboard.select(LEADERBOARD_COLUMNS))
+    return _int_ranks(leaderboard.select(COMPARED_COLUMNS))
 
 
 def with_positions(leaderboard: pl.DataFrame) -> pl.DataFrame:
@@ -102,11 +99,11 @@ def rank_diff_frame(
     parts = []
     for name, leaderboard in leaderboards.items():
         board = _checked(leaderboard, f"variant {name}")
-        parts.append(board.select("model", *[pl.col(c).alias(f"{c}_{name}") for c in LEADERBOARD_COLUMNS if c != "model"]))
+        parts.append(board.select("model", *[pl.col(c).alias(f"{c}_{name}") for c in COMPARED_COLUMNS if c != "model"]))
     frame = reduce(lambda left, right: left.join(right, on="model", how="full", coalesce=True), parts)
     ordered = ["model"]
     for name in leaderboards:
-        ordered += [f"{c}_{name}" for c in LEADERBOARD_COLUMNS if c != "model"]
+        ordered += [f"{c}_{name}" for c in COMPARED_COLUMNS if c != "model"]
         if name != baseline:
             frame = frame.with_columns(
                 (pl.col(f"rank_{baseline}") - pl.col(f"rank_{name}")).alias(f"rank_change_{name}"),
@@ -123,7 +120,7 @@ def rank_diff_frame(
     return frame.select(ordered).sort(keys, descending=[k.startswith("score_") for k in keys], nulls_last=True)
 
 
-def coefficient_frame(coefficients: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
+def variant_coefficient_frame(coefficients: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
     """Rows = variants with style coefficients, columns = features (``<f>, <f>_lower, <f>_upper``); a feature
     a variant does not control for is null (the seed table's "N/A")."""
     rows = [
@@ -180,7 +177,7 @@ def highlights_frame(leaderboards: Mapping[str, pl.DataFrame], baseline: str, to
 
 def _paired(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
     """Two positioned leaderboards joined on model (``_base`` / ``_new`` suffixes) with the rank change."""
-    pick = ["model", "position", *[c for c in LEADERBOARD_COLUMNS if c != "model"]]
+    pick = ["model", "position", *[c for c in COMPARED_COLUMNS if c != "model"]]
     joined = base.select(pick).rename(lambda c: c if c == "model" else f"{c}_base").join(
         new.select(pick).rename(lambda c: c if c == "model" else f"{c}_new"), on="model", how="full", coalesce=True
     )
@@ -192,7 +189,8 @@ def _paired(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
 
 @dataclass(frozen=True)
 class VariantComparison:
-    """The rank-diff table, the style-coefficient table and the highlights of one ``arena diff`` run."""
+    """The rank-diff table, the style-coefficient table and the highlights of one ``arena diff`` run, and the
+    fits behind them (``results``, one per variant, when they were fitted here)."""
 
     rank_diff: pl.DataFrame
     coefficients: pl.DataFrame
@@ -201,13 +199,15 @@ class VariantComparison:
     baseline: str
     top_k: int
     settings: dict[str, Any] = field(default_factory=dict)
-
-    def tables(self) -> tuple[Table, ...]:
-        return (diff_table(self), coefficient_table(self), highlight_table(self))
+    results: dict[str, FitResult] = field(default_factory=dict)
+    filters: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
     def to_document(self) -> Document:
-        meta = {"variants": self.variants, "baseline": self.baseline, "top_k": self.top_k, "settings": self.settings}
-        return Document("diff", self.tables(), meta=meta, title="Rank changes under style control")
+        from arena_cli.render.views import rank_diff_document
+
+        return rank_diff_document(self)
 
 
 def compare_variants(
@@ -225,7 +225,7 @@ def compare_variants(
         raise InputError(f"--top-k {top_k}: must be at least 1")
     return VariantComparison(
         rank_diff=rank_diff_frame(leaderboards, baseline, sort_by, change_intervals),
-        coefficients=coefficient_frame(coefficients),
+        coefficients=variant_coefficient_frame(coefficients),
         highlights=highlights_frame(leaderboards, baseline, top_k),
         variants=dict(variants),
         baseline=baseline,
@@ -247,12 +247,13 @@ def compare_fits(
     first = next(iter(results.values()))
     common = {k: v for k, v in first.settings.items() if all(k in r.settings and r.settings[k] == v for r in results.values())}
     shared = {**common, "per_variant": {name: {k: v for k, v in r.settings.items() if k not in common} for name, r in results.items()}}
-    return compare_variants(
+    comparison = compare_variants(
         {name: r.leaderboard for name, r in results.items()},
         {name: r.coefficients for name, r in results.items()},
         variants, baseline, sort_by, top_k, settings=shared,
         change_intervals=paired_rank_changes(results, baseline, float(first.settings.get("confidence", 0.95))),
     )
+    return dataclasses.replace(comparison, results=dict(results))
 
 
 def paired_rank_changes(results: Mapping[str, FitResult], baseline: str, confidence: float) -> dict[str, pl.DataFrame]:
@@ -291,8 +292,9 @@ def diff_variants(
     sort_by: str | None = None,
     top_k: int = DEFAULT_TOP_K,
     on_progress: Callable[[int, int], None] | None = None,
-) -> tuple[VariantComparison, dict[str, FitResult]]:
-    """Fit every variant on ``battles`` with one shared bootstrap resampling, then compare them.
+) -> VariantComparison:
+    """Fit every variant on ``battles`` with one shared bootstrap resampling, then compare them (the fits are
+    in ``results``).
 
     ``options`` is left unresolved: each variant takes its own preset (e.g. ``--compat`` reweights only
     style-controlled fits)."""
@@ -305,48 +307,7 @@ def diff_variants(
     if top_k < 1:
         raise InputError(f"--top-k {top_k}: must be at least 1")
     results = fit_variants(battles, dict(variants), options, on_progress=on_progress)
-    return compare_fits(results, variants, baseline, sort_by, top_k), results
-
-
-def diff_table(comparison: VariantComparison) -> Table:
-    names = list(comparison.variants)
-    layout = [Column("model", "model")]
-    for name in names:
-        layout.append(Column(f"{name} rank", f"rank_{name}"))
-        layout.append(Column(f"{name} range", f"rank_lower_{name}", through=f"rank_upper_{name}"))
-        layout.append(Column(f"{name} score", f"score_{name}", digits=SCORE_DIGITS))
-        if name != comparison.baseline:
-            layout.append(Column(f"{name} Δ", f"rank_change_{name}", change=True, strong=f"shifted_{name}"))
-    notes = (
-        f"Δ: rank change against {comparison.baseline} (+ = the model climbs). Bold (* in plain text): a significant "
-        f"shift, the rank interval no longer overlaps the one under {comparison.baseline}.",
-        "rank: LMArena's (1 + the number of models whose score interval lies wholly above); range: the central interval "
-        "of the position over the resamples, so a shared rank can lie outside it. All variants are fitted on the same battles with the same resamples; "
-        "JSON and CSV also give each change's interval over those paired resamples (rank_change_lower/upper_<variant>).",
-    )
-    digits = {c: SCORE_DIGITS for c in comparison.rank_diff.columns if c.startswith("score")}
-    return Table("rank_diff", comparison.rank_diff, "Rank by style-control variant", digits, notes, tuple(layout))
-
-
-def coefficient_table(comparison: VariantComparison) -> Table:
-    frame = comparison.coefficients
-    features = [c for c in frame.columns if c != "variant" and not c.endswith(("_lower", "_upper"))]
-    layout = (Column("variant", "variant"), *[Column(f, f, f"{f}_lower", f"{f}_upper", digits=COEF_DIGITS) for f in features])
-    notes = ("Style coefficients: log-odds per standard deviation of the normalised feature difference, "
-             "with intervals; — where the variant does not control for the feature.",)
-    digits = {c: COEF_DIGITS for c in frame.columns if c != "variant"}
-    return Table("coefficients", frame, "Style coefficients by variant", digits, notes, layout)
-
-
-def highlight_table(comparison: VariantComparison) -> Table:
-    layout = (
-        Column("variant", "variant"), Column("model", "model"), Column("change", "change"),
-        Column("rank before", "rank_before"), Column("rank after", "rank_after"), Column("Δ rank", "rank_change", change=True),
-        Column("place before", "position_before"), Column("place after", "position_after"),
-    )
-    notes = (f"Against {comparison.baseline}: significant shifts, and models entering or leaving the top "
-             f"{comparison.top_k} (place: position by score, 1 = highest; ranks tie while intervals overlap).",)
-    return Table("highlights", comparison.highlights, "Highlights", notes=notes, layout=layout)
+    return compare_fits(results, variants, baseline, sort_by, top_k)
 
 
 # --------------------------------------------------------------------------------------- two leaderboards
@@ -397,7 +358,7 @@ def leaderboard_changes(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
         (pl.col("score_new") - pl.col("score_base")).alias("score_change"),
         _interval_disjoint("score_lower_new", "score_upper_new", "score_lower_base", "score_upper_base").alias("score_beyond_interval"),
     ).rename({"shifted": "rank_beyond_interval"})
-    rename = {f"{c}_base": f"{c}_old" for c in ("position", *LEADERBOARD_COLUMNS) if c != "model"}
+    rename = {f"{c}_base": f"{c}_old" for c in ("position", *COMPARED_COLUMNS) if c != "model"}
     changes = changes.rename(rename)
     columns = [
         "model", "status",
@@ -490,6 +451,9 @@ class LeaderboardComparison:
     old_label: str
     new_label: str
     settings: dict[str, Any] = field(default_factory=dict)
+    filters: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
     @property
     def failed(self) -> list[str]:
@@ -509,26 +473,9 @@ class LeaderboardComparison:
         }
 
     def to_document(self) -> Document:
-        layout = (
-            Column("model", "model"), Column("status", "status"),
-            Column("old rank", "rank_old"),
-            Column("old range", "rank_lower_old", through="rank_upper_old"),
-            Column("new rank", "rank_new"),
-            Column("new range", "rank_lower_new", through="rank_upper_new"),
-            Column("Δ rank", "rank_change", change=True, strong="rank_beyond_interval"),
-            Column("old score", "score_old", digits=SCORE_DIGITS),
-            Column("new score", "score_new", digits=SCORE_DIGITS),
-            Column("Δ score", "score_change", digits=SCORE_DIGITS, change=True, strong="score_beyond_interval"),
-        )
-        digits = {c: SCORE_DIGITS for c in self.changes.columns if c.startswith("score") and "beyond" not in c}
-        notes = (
-            "Δ rank: old rank - new rank (+ = the model climbs). Bold (* in plain text): beyond the intervals "
-            "(the old and new intervals do not overlap).",
-        )
-        tables = [Table("changes", self.changes, f"{self.old_label} → {self.new_label}", digits, notes, layout)]
-        tables.append(Table("gates", self.gates, "--fail-on conditions"))
-        meta = {"old": self.old_label, "new": self.new_label, "summary": self.summary(), "settings": self.settings}
-        return Document("compare", tuple(tables), meta=meta, title="Leaderboard comparison")
+        from arena_cli.render.views import comparison_document
+
+        return comparison_document(self)
 
 
 def compare_leaderboards(

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from arena_cli.render.document import Column, Document, Table
 
 if TYPE_CHECKING:
     from arena_cli.models import FitResult
@@ -77,16 +76,3 @@ def wide_matrix(pairs: pl.DataFrame, value: str, order: Sequence[str]) -> pl.Dat
     dtype = pl.Int64 if value == "battles" else pl.Float64
     rows = rows.with_columns(pl.lit(None, dtype=dtype).alias(m) for m in order if m not in rows.columns)
     return rows.select("model", *[pl.col(m).cast(dtype) for m in order])
-
-
-def matrix_document(pairs: pl.DataFrame, value: str, order: Sequence[str], long: bool = False, meta: dict | None = None) -> Document:
-    """``arena matrix``: the model × model matrix of ``value``, or every pair with all quantities (``long``)."""
-    meta = {"value": value, "layout": "long" if long else "wide", **(meta or {})}
-    if long:
-        digits = {"win_rate": 3, "predicted": 3}
-        title = "Pairwise battles, win rates and predicted win probabilities"
-        return Document("matrix", (Table("pairs", pairs, title, digits),), meta=meta, title="arena matrix")
-    frame = wide_matrix(pairs, value, order)
-    digits = {} if value == "battles" else {m: 3 for m in order}
-    layout = (Column("model", "model"), *[Column(m, m) for m in order])
-    return Document("matrix", (Table("matrix", frame, VALUES[value], digits, layout=layout),), meta=meta, title="arena matrix")

@@ -1,0 +1,465 @@
+"""The pipeline as a Python API: one function per command of the ``arena`` CLI.
+
+Each call reads its battles (vote-log files, a store, or a polars frame), runs one stage of
+read → validate → store → features → fit → uncertainty → compare, and returns a result that carries its
+``settings``, ``filters``, ``inputs`` and ``warnings``; ``result.to_document()`` renders it (tables, JSON,
+markdown, html). Nothing here prints: the CLI shows the warnings and writes the document.
+
+    import arena_cli as arena
+
+    board = arena.fit("votes.jsonl.gz", style="both", ci="none")
+    board.leaderboard            # polars frame: rank, model, score, intervals, counts
+    diff = arena.rank_diff(store="arena-store", where="language = 'English'")
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
+
+import polars as pl
+
+from arena_cli.errors import InputError, NoDataError
+from arena_cli.io.battles import Loaded, collect_parts, filter_frame
+from arena_cli.io.options import BattleFilter, FeatureOptions, InputOptions, Source
+from arena_cli.models.options import DEFAULT_TOP_K, DEFAULT_VARIANTS, CIMethod, FitOptions
+from arena_cli.results import FeatureTable, IngestReport, PairwiseMatrix, Report, Summary
+
+if TYPE_CHECKING:
+    from arena_cli.comparison import Gate, LeaderboardComparison, VariantComparison
+    from arena_cli.features.cache import FeatureUpdate
+    from arena_cli.models.result import FitResult
+
+#: Where battles come from: a :class:`Source`, one file, several files, a frame of battles, or None (then
+#: ``store=``, else the default store).
+Data = Union[Source, str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]], pl.DataFrame, None]
+#: ``on_progress(done, total)``: called as bootstrap rounds (or feature batches) finish.
+Progress = Callable[[int, int], None]
+
+#: Columns a summary of battles describes (``arena info`` and the report's data section).
+SUMMARY_COLUMNS = ("model_a", "model_b", "outcome", "timestamp", "language")
+
+
+# -------------------------------------------------------------------------------------------- helpers
+
+
+def _source(data: Data, store: str | os.PathLike[str] | None, input: InputOptions | None) -> Source:
+    source = Source.of(data, store=store)  # type: ignore[arg-type]
+    return dataclasses.replace(source, input=input) if input is not None else source
+
+
+def _fit_options(options: FitOptions | None, values: Mapping[str, Any]) -> FitOptions:
+    """``options`` with keyword overrides (``style="both"``); unknown names are an input error."""
+    base = options or FitOptions()
+    unknown = sorted(set(values) - {f.name for f in dataclasses.fields(FitOptions)})
+    if unknown:
+        raise InputError(f"unknown fit option(s): {', '.join(unknown)}")
+    chosen = dataclasses.replace(base, **values) if values else base
+    chosen.validate()
+    return chosen
+
+
+def _filters(filters: BattleFilter | None, where: str | None) -> BattleFilter:
+    filters = filters or BattleFilter()
+    return dataclasses.replace(filters, where=where) if where is not None else filters
+
+
+def _frame_input(frame: pl.DataFrame, filters: BattleFilter) -> tuple[pl.DataFrame, dict[str, Any]]:
+    battles = filter_frame(frame, filters)
+    if battles.height == 0:
+        raise NoDataError("no battles left after filtering")
+    return battles, {"files": [], "store": None, "frame_rows": frame.height}
+
+
+def _fit_settings(settings: Mapping[str, Any], feature_names: Sequence[str], features: FeatureOptions) -> dict[str, Any]:
+    """A fit's settings, with the feature recipe when style terms used features."""
+    out = dict(settings)
+    if feature_names:
+        out["feature_recipe"] = features.as_meta()
+    return out
+
+
+# ------------------------------------------------------------------------------------------- loading
+
+
+def load_battles(
+    data: Data = None, *, store: str | os.PathLike[str] | None = None, where: str | None = None,
+    filters: BattleFilter | None = None, columns: Sequence[str] | None = None, input: InputOptions | None = None,
+) -> Loaded[pl.DataFrame]:
+    """The battles of files or a store, validated as ``arena ingest`` validates them (rows it would
+    quarantine are skipped and counted in ``warnings``), filtered; ``columns=None`` reads every column."""
+    from arena_cli.io.battles import load_battles as load
+
+    filters = _filters(filters, where)
+    if isinstance(data, pl.DataFrame):
+        frame, _ = _frame_input(data, filters)
+        return Loaded(frame.select(columns) if columns is not None else frame)
+    return load(_source(data, store, input), filters, columns)
+
+
+# ----------------------------------------------------------------------------------------------- fit
+
+
+def fit(
+    data: Data = None, options: FitOptions | None = None, *, store: str | os.PathLike[str] | None = None,
+    where: str | None = None, filters: BattleFilter | None = None, features: FeatureOptions | None = None,
+    input: InputOptions | None = None, on_progress: Progress | None = None, **fit_options: Any,
+) -> FitResult:
+    """One leaderboard (``arena fit``): Bradley-Terry scores with intervals and ranks, and style coefficients
+    with ``style=``. ``fit_options`` override fields of ``options`` (:class:`FitOptions`)."""
+    from arena_cli.models.engine import fit as fit_battles
+    from arena_cli.models.inputs import load_encoded_battles
+
+    chosen = _fit_options(options, fit_options).resolved()
+    filters, features = _filters(filters, where), features or FeatureOptions()
+    if isinstance(data, pl.DataFrame):
+        frame, inputs = _frame_input(data, filters)
+        result = fit_battles(frame, chosen, on_progress=on_progress)
+        warnings: tuple[str, ...] = ()
+    else:
+        source = _source(data, store, input)
+        loaded = load_encoded_battles(source, filters, chosen, features)
+        result = fit_battles(loaded.battles, chosen, on_progress=on_progress)
+        warnings, inputs = loaded.warnings, source.as_meta()
+    return dataclasses.replace(
+        result, settings=_fit_settings(result.settings, result.feature_names, features), filters=filters.as_meta(),
+        inputs=inputs, warnings=(*warnings, *result.warnings),
+    )
+
+
+def rank_diff(
+    data: Data = None, variants: str | Mapping[str, str] = DEFAULT_VARIANTS, *, baseline: str = "none",
+    sort: str | None = None, top_k: int = DEFAULT_TOP_K, options: FitOptions | None = None,
+    store: str | os.PathLike[str] | None = None, where: str | None = None, filters: BattleFilter | None = None,
+    features: FeatureOptions | None = None, input: InputOptions | None = None, on_progress: Progress | None = None,
+    **fit_options: Any,
+) -> VariantComparison:
+    """The rank-diff table (``arena diff``): every style-control variant fitted on the same battles with the
+    same resamples, each model's rank and score per variant and its rank change against ``baseline``."""
+    from arena_cli.comparison import parse_variants
+    from arena_cli.models.inputs import load_fit_battles
+
+    specs = parse_variants(variants) if isinstance(variants, str) else dict(variants)
+    chosen = _fit_options(options, fit_options)
+    filters, features = _filters(filters, where), features or FeatureOptions()
+    if isinstance(data, pl.DataFrame):
+        frame, inputs = _frame_input(data, filters)
+        return _rank_diff_of([frame], specs, baseline, sort, top_k, chosen, features, filters, inputs, (), on_progress)
+    source = _source(data, store, input)
+    loaded = load_fit_battles(source, filters, list(specs.values()), cluster=chosen.cluster, features=features)
+    return _rank_diff_of(loaded.battles, specs, baseline, sort, top_k, chosen, features, filters, source.as_meta(), loaded.warnings, on_progress)
+
+
+def _rank_diff_of(
+    battles: Sequence[pl.DataFrame | pl.LazyFrame], specs: dict[str, str], baseline: str, sort: str | None, top_k: int,
+    options: FitOptions, features: FeatureOptions, filters: BattleFilter, inputs: dict[str, Any],
+    warnings: tuple[str, ...], on_progress: Progress | None,
+) -> VariantComparison:
+    from arena_cli.comparison import diff_variants
+
+    comparison = diff_variants(list(battles), specs, options, baseline, sort, top_k, on_progress=on_progress)
+    uses_features = any(r.feature_names for r in comparison.results.values())
+    settings = {"variants": dict(specs), "baseline": baseline, "sort": sort, "top_k": top_k, **comparison.settings}
+    if uses_features:
+        settings["feature_recipe"] = features.as_meta()
+    fit_warnings = tuple(m for r in comparison.results.values() for m in r.warnings)
+    return dataclasses.replace(
+        comparison, settings=settings, filters=filters.as_meta(), inputs=inputs,
+        warnings=tuple(dict.fromkeys((*warnings, *fit_warnings))),
+    )
+
+
+# ------------------------------------------------------------------------------------------- compare
+
+
+def compare(
+    old: str | os.PathLike[str] | FitResult, new: str | os.PathLike[str] | FitResult, *, fail_on: Iterable[str | Gate] = (),
+    old_where: str | None = None, new_where: str | None = None, options: FitOptions | None = None,
+    filters: BattleFilter | None = None, features: FeatureOptions | None = None,
+    on_progress: Progress | None = None, **fit_options: Any,
+) -> LeaderboardComparison:
+    """What changed between two leaderboards (``arena compare``): each side an ``arena fit -o`` file, a
+    store (fitted here with ``options``, sliced by its ``*_where`` and the model lists of ``filters``), or a
+    :class:`FitResult`; ``fail_on`` conditions are evaluated (``result.failed``)."""
+    from arena_cli.comparison import Gate, compare_leaderboards, parse_gate, settings_mismatch
+    from arena_cli.models.result import FitResult
+
+    gates = [g if isinstance(g, Gate) else parse_gate(g) for g in fail_on]
+    chosen = _fit_options(options, fit_options)
+    filters, features = filters or BattleFilter(), features or FeatureOptions()
+    if filters.where is not None:
+        raise InputError("compare takes a --where per side: old_where, new_where")
+    stores = [not isinstance(s, FitResult) and Path(s).is_dir() for s in (old, new)]
+    if (filters.models or filters.exclude_models) and not any(stores):
+        raise InputError("--models/--exclude-models apply to a side that is a store directory; both sides are leaderboard files")
+    sides, warnings = [], []
+    for side, where, option, is_store in ((old, old_where, "--old-where", stores[0]), (new, new_where, "--new-where", stores[1])):
+        side_filter = dataclasses.replace(filters, where=where)
+        if isinstance(side, FitResult):
+            result = side
+        elif is_store:
+            result = fit(Source(store=Path(side)), chosen, filters=side_filter, features=features, on_progress=on_progress)
+        else:
+            if where:
+                raise InputError(f"{option} applies to a store directory; {side} is a leaderboard file")
+            from arena_cli.comparison import load_leaderboard
+
+            board, settings = load_leaderboard(Path(side))
+            sides.append((board, settings, {"files": [str(side)], "store": None}, side_filter.as_meta()))
+            continue
+        warnings.extend(result.warnings)
+        inputs = result.inputs or {"files": [], "store": None}
+        sides.append((result.leaderboard, {**result.settings, "where": where}, inputs, side_filter.as_meta()))
+    (old_board, old_settings, old_inputs, old_filters), (new_board, new_settings, new_inputs, new_filters) = sides
+    differing = settings_mismatch(old_settings, new_settings)
+    if differing:
+        warnings.append(f"the two leaderboards were fitted with different {', '.join(differing)}: their scores may not be comparable")
+    labels = [_label(side, where) for side, where in ((old, old_where), (new, new_where))]
+    comparison = compare_leaderboards(old_board, new_board, gates, labels[0], labels[1], {"old": old_settings, "new": new_settings})
+    return dataclasses.replace(
+        comparison, filters={"old": old_filters, "new": new_filters}, inputs={"old": old_inputs, "new": new_inputs},
+        warnings=tuple(dict.fromkeys(warnings)),
+    )
+
+
+def _label(side: object, where: str | None) -> str:
+    from arena_cli.models.result import FitResult
+
+    text = "fit" if isinstance(side, FitResult) else str(side)
+    return text + (f" [{where}]" if where else "")
+
+
+# -------------------------------------------------------------------------------------- report, matrix
+
+
+def report(
+    data: Data = None, variants: str | Mapping[str, str] = DEFAULT_VARIANTS, *, baseline: str = "none",
+    top_k: int = DEFAULT_TOP_K, options: FitOptions | None = None, store: str | os.PathLike[str] | None = None,
+    where: str | None = None, filters: BattleFilter | None = None, features: FeatureOptions | None = None,
+    input: InputOptions | None = None, on_progress: Progress | None = None, **fit_options: Any,
+) -> Report:
+    """A ranking report (``arena report``): a summary of the battles, the rank diff across ``variants``,
+    style coefficients, highlights, every variant's leaderboard and the plots. The battles are read once."""
+    from arena_cli.comparison import parse_variants
+    from arena_cli.info import store_context, summarize
+    from arena_cli.pairwise import pairwise_counts
+    from arena_cli.models.inputs import load_fit_battles
+
+    specs = parse_variants(variants) if isinstance(variants, str) else dict(variants)
+    chosen = _fit_options(options, fit_options)
+    filters, features = _filters(filters, where), features or FeatureOptions()
+    context: tuple[pl.DataFrame | None, pl.DataFrame | None] = (None, None)
+    if isinstance(data, pl.DataFrame):
+        battles, inputs = _frame_input(data, filters)
+        warnings: tuple[str, ...] = ()
+        label = f"{data.height:,} battles"
+    else:
+        source = _source(data, store, input)
+        loaded = load_fit_battles(source, filters, list(specs.values()), cluster=chosen.cluster, features=features, extra_columns=SUMMARY_COLUMNS)
+        battles = collect_parts(loaded.battles)
+        if battles.height == 0:
+            raise NoDataError("no battles left after filtering")
+        warnings, inputs, label = loaded.warnings, source.as_meta(), source.label()
+        if not source.files:
+            context = store_context(source.store_path)
+    comparison = _rank_diff_of([battles], specs, baseline, None, top_k, chosen, features, filters, inputs, warnings, on_progress)
+    summary = summarize(battles.select([c for c in SUMMARY_COLUMNS if c in battles.columns]), *context)
+    return Report(
+        summary=summary, comparison=comparison, leaderboards={name: r.leaderboard for name, r in comparison.results.items()},
+        pairs=pairwise_counts(battles), source=label,
+        settings=comparison.settings, filters=comparison.filters, inputs=inputs, warnings=comparison.warnings,
+    )
+
+
+def matrix(
+    data: Data = None, *, value: str = "win_rate", long: bool = False, options: FitOptions | None = None,
+    store: str | os.PathLike[str] | None = None, where: str | None = None, filters: BattleFilter | None = None,
+    features: FeatureOptions | None = None, input: InputOptions | None = None, **fit_options: Any,
+) -> PairwiseMatrix:
+    """Pairwise battles, win rates and predicted win probabilities (``arena matrix``): ``value`` is what the
+    model × model matrix shows (``battles``, ``win_rate``, ``predicted``), or every pair with ``long``."""
+    from arena_cli.pairwise import VALUES, model_order, pairwise_counts, with_predictions
+    from arena_cli.models.engine import fit as fit_battles
+    from arena_cli.models.inputs import load_fit_battles
+
+    if value not in VALUES:
+        raise InputError(f"matrix value {value!r}: one of {', '.join(VALUES)}")
+    chosen = dataclasses.replace(_fit_options(options, fit_options), ci=CIMethod.none).resolved()
+    filters, features = _filters(filters, where), features or FeatureOptions()
+    if isinstance(data, pl.DataFrame):
+        battles, inputs = _frame_input(data, filters)
+        warnings: tuple[str, ...] = ()
+    else:
+        source = _source(data, store, input)
+        loaded = load_fit_battles(source, filters, [chosen.style], features=features)
+        battles, warnings, inputs = collect_parts(loaded.battles), loaded.warnings, source.as_meta()
+    result = fit_battles(battles, chosen)
+    pairs = with_predictions(pairwise_counts(battles), result)
+    settings = {"value": value, "layout": "long" if long else "wide", **_fit_settings(result.settings, result.feature_names, features)}
+    return PairwiseMatrix(
+        pairs=pairs, order=tuple(model_order(pairs, result)), value=value, long=long, settings=settings,
+        filters=filters.as_meta(), inputs=inputs, warnings=(*warnings, *result.warnings),
+    )
+
+
+# ------------------------------------------------------------------------------------- data and store
+
+
+def describe(
+    data: Data = None, *, store: str | os.PathLike[str] | None = None, where: str | None = None,
+    filters: BattleFilter | None = None, input: InputOptions | None = None,
+) -> Summary:
+    """What the battles are (``arena info``): counts, models, dates, outcomes, languages and, for a store,
+    its quarantine and cached features."""
+    from arena_cli.info import store_context, summarize
+
+    filters = _filters(filters, where)
+    if isinstance(data, pl.DataFrame):
+        frame, inputs = _frame_input(data, filters)
+        summary = summarize(frame)
+        return dataclasses.replace(summary, filters=filters.as_meta(), inputs=inputs)
+    source = _source(data, store, input)
+    loaded = _summary_battles(source, filters)
+    context = (None, None) if source.files else store_context(source.store_path)
+    return dataclasses.replace(summarize(loaded.battles, *context), filters=filters.as_meta(), inputs=source.as_meta(), warnings=loaded.warnings)
+
+
+def _summary_battles(source: Source, filters: BattleFilter) -> Loaded[pl.DataFrame]:
+    """The columns a summary describes (and those ``filters`` name)."""
+    from arena_cli.io.battles import load_battles as load_frame
+
+    return load_frame(source, filters, columns=SUMMARY_COLUMNS)
+
+
+def ingest(
+    files: Sequence[str | os.PathLike[str]], store: str | os.PathLike[str] | None = None, *, input: InputOptions | None = None,
+    strict: bool = False, lock_wait: float = 60.0, on_source: Callable[[str, int], None] | None = None,
+) -> IngestReport:
+    """Validate vote logs and add their new battles to the store (``arena ingest``); rejected rows go to its
+    quarantine with their reason. One atomic publish: all files or none. ``on_source(file, rows read)``
+    reports progress."""
+    from arena_cli.io.ingest import check_sources, ingest_to_store
+    from arena_cli.io.store import Store
+
+    paths = [Path(f) for f in files]
+    source = Source(tuple(paths), Path(store) if store is not None else None, input or InputOptions())
+    check_sources(paths, source.input)  # a typo in a path or option must not leave an empty store behind
+    target = Store.open(source.store_path, create=True)
+    summaries = ingest_to_store(
+        target, paths, source.input, strict=strict, lock_wait=lock_wait,
+        on_batch=(lambda s: on_source(s.source, s.rows_read)) if on_source else None,
+    )
+    return IngestReport(
+        store=target.root, summaries=tuple(summaries), settings={"strict": strict, **source.input.as_meta()},
+        inputs={"files": [str(p) for p in paths], "store": str(target.root)},
+    )
+
+
+def compute_features(
+    data: Data = None, *, store: str | os.PathLike[str] | None = None, features: FeatureOptions | None = None,
+    input: InputOptions | None = None, workers: int | None = None, on_progress: Progress | None = None,
+) -> FeatureTable:
+    """Style features of every battle and side (``arena features FILES``): tokens, markdown counts,
+    structure, densities. With ``store=`` cached features are used and only the rest computed."""
+    from arena_cli.features import attach_features, compute_features as compute
+    from arena_cli.features.cache import FEATURE_COLUMNS
+    from arena_cli.features.tokenizer import canonical_encoding
+
+    features = features or FeatureOptions()
+    if isinstance(data, pl.DataFrame):
+        battles, inputs = data, {"files": [], "store": None, "frame_rows": data.height}
+        warnings: tuple[str, ...] = ()
+    else:
+        source = _source(data, None, input)
+        loaded = load_battles(source)
+        battles, inputs, warnings = loaded.battles, source.as_meta(), loaded.warnings
+    if store is not None:
+        table = attach_features(battles, store=store, recipe=features.recipe, encoding=features.encoding, workers=workers).select("battle_id", *FEATURE_COLUMNS)
+    else:
+        done = [0]
+
+        def advance(rows: int) -> None:
+            done[0] += rows
+            if on_progress:
+                on_progress(done[0], battles.height)
+
+        table = compute(battles, features.recipe, features.encoding, workers, on_batch=advance)
+    settings = {"recipe": features.recipe, "encoding": canonical_encoding(features.encoding), **_feature_versions()}
+    return FeatureTable(table, settings=settings, inputs=inputs, warnings=warnings)
+
+
+def _feature_versions() -> dict[str, Any]:
+    from arena_cli.features.registry import FEATURE_VERSION
+
+    return {"feature_version": FEATURE_VERSION}
+
+
+def update_features(
+    store: str | os.PathLike[str] | None = None, *, features: FeatureOptions | None = None, workers: int | None = None,
+    lock_wait: float = 60.0, on_progress: Progress | None = None,
+) -> FeatureUpdate:
+    """Compute and cache in the store the features of every battle that has none for the recipe and
+    encoding (``arena features``); an interrupted run keeps the parts it finished."""
+    from arena_cli.features import update_store_features
+
+    features = features or FeatureOptions()
+    total = [0]
+    done = [0]
+
+    def start(rows: int) -> None:
+        total[0] = rows
+
+    def advance(rows: int) -> None:
+        done[0] += rows
+        if on_progress:
+            on_progress(done[0], total[0])
+
+    return update_store_features(
+        Source(store=Path(store) if store is not None else None).store_path, features.recipe, features.encoding,
+        workers=workers, lock_wait=lock_wait, on_start=start, on_batch=advance,
+    )
+
+
+def stored_features(store: str | os.PathLike[str] | None = None, *, features: FeatureOptions | None = None) -> FeatureTable:
+    """The features cached in a store for a recipe and encoding (what ``arena features -o`` exports)."""
+    from arena_cli.features.cache import FEATURE_COLUMNS
+    from arena_cli.features.registry import feature_key
+    from arena_cli.features.tokenizer import canonical_encoding
+    from arena_cli.io.store import Store
+
+    features = features or FeatureOptions()
+    opened = Store.open(Source(store=Path(store) if store is not None else None).store_path)
+    encoding = canonical_encoding(features.encoding)
+    table = opened.read(feature_key(features.recipe, encoding), ["battle_id", *FEATURE_COLUMNS])
+    if table is None:
+        raise NoDataError(f"store {opened.root} has no features for {features.recipe}/{encoding}: run `arena features` first")
+    settings = {"recipe": features.recipe, "encoding": encoding, **_feature_versions()}
+    return FeatureTable(table, settings=settings, inputs={"files": [], "store": str(opened.root)})
+
+
+def feature_list() -> FeatureTable:
+    """Every style feature with its kind, style group and description (``arena features --list``)."""
+    from arena_cli.features.registry import FEATURES, STYLE_GROUPS
+
+    group_of = {name: group for group, names in STYLE_GROUPS.items() for name in names}
+    frame = pl.DataFrame({
+        "feature": [f.name for f in FEATURES],
+        "kind": [f.kind for f in FEATURES],
+        "style_group": [group_of.get(f.name, "") for f in FEATURES],
+        "description": [f.description for f in FEATURES],
+    })
+    return FeatureTable(frame, kind="feature_list", settings=_feature_versions())
+
+
+def export(
+    output: str | os.PathLike[str], *, store: str | os.PathLike[str] | None = None, table: str = "battles",
+    fmt: str | None = None, where: str | None = None,
+) -> int:
+    """Write the store's battles (or its quarantine) to one parquet, JSONL or CSV file, atomically; returns
+    the number of rows (``arena export``)."""
+    from arena_cli.io.export import export_table
+
+    return export_table(Source(store=Path(store) if store is not None else None).store_path, table, Path(output), fmt, where)
