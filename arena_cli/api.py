@@ -27,6 +27,7 @@ from arena_cli.io.battles import Loaded, collect_parts, filter_frame
 from arena_cli.io.options import BattleFilter, FeatureOptions, InputOptions, Source
 from arena_cli.models.options import DEFAULT_TOP_K, DEFAULT_VARIANTS, CIMethod, FitOptions
 from arena_cli.results import FeatureTable, IngestReport, PairwiseMatrix, Report, Summary
+from arena_cli.schema import Frame
 
 if TYPE_CHECKING:
     from arena_cli.comparison import Gate, LeaderboardComparison, VariantComparison
@@ -154,13 +155,13 @@ def rank_diff(
 
 
 def _rank_diff_of(
-    battles: Sequence[pl.DataFrame | pl.LazyFrame], specs: dict[str, str], baseline: str, sort: str | None, top_k: int,
+    battles: list[Frame], specs: dict[str, str], baseline: str, sort: str | None, top_k: int,
     options: FitOptions, features: FeatureOptions, filters: BattleFilter, inputs: dict[str, Any],
     warnings: tuple[str, ...], on_progress: Progress | None,
 ) -> VariantComparison:
     from arena_cli.comparison import diff_variants
 
-    comparison = diff_variants(list(battles), specs, options, baseline, sort, top_k, on_progress=on_progress)
+    comparison = diff_variants(battles, specs, options, baseline, sort, top_k, on_progress=on_progress)
     uses_features = any(r.feature_names for r in comparison.results.values())
     settings = {"variants": dict(specs), "baseline": baseline, "sort": sort, "top_k": top_k, **comparison.settings}
     if uses_features:
@@ -195,7 +196,8 @@ def compare(
     stores = [not isinstance(s, FitResult) and Path(s).is_dir() for s in (old, new)]
     if (filters.models or filters.exclude_models) and not any(stores):
         raise InputError("--models/--exclude-models apply to a side that is a store directory; both sides are leaderboard files")
-    sides, warnings = [], []
+    sides: list[tuple[pl.DataFrame, dict[str, Any], dict[str, Any], dict[str, Any]]] = []
+    warnings: list[str] = []
     for side, where, option, is_store in ((old, old_where, "--old-where", stores[0]), (new, new_where, "--new-where", stores[1])):
         side_filter = dataclasses.replace(filters, where=where)
         if isinstance(side, FitResult):
@@ -370,7 +372,8 @@ def compute_features(
 
     features = features or FeatureOptions()
     if isinstance(data, pl.DataFrame):
-        battles, inputs = data, {"files": [], "store": None, "frame_rows": data.height}
+        battles: pl.DataFrame = data
+        inputs: dict[str, Any] = {"files": [], "store": None, "frame_rows": data.height}
         warnings: tuple[str, ...] = ()
     else:
         source = _source(data, None, input)

@@ -22,6 +22,7 @@ from arena_cli.models.options import DEFAULT_TOP_K, DEFAULT_VARIANTS
 
 if TYPE_CHECKING:
     from arena_cli.models import FitOptions, FitResult
+    from arena_cli.models.design import Battles
     from arena_cli.render.document import Document
 
 #: Columns of a leaderboard that comparisons read (``arena fit``'s leaderboard has them all).
@@ -285,7 +286,7 @@ def paired_rank_changes(results: Mapping[str, FitResult], baseline: str, confide
 
 
 def diff_variants(
-    battles: pl.DataFrame,
+    battles: Battles,
     variants: Mapping[str, str],
     options: FitOptions,
     baseline: str = "none",
@@ -423,7 +424,7 @@ def _gate_detail(gate: Gate, changes: pl.DataFrame) -> tuple[bool, str]:
         hits = kept.filter(pl.col("score_change").abs() >= gate.value)
         detail = [f"{m} {c:+.1f}" for m, c in hits.select("model", "score_change").iter_rows()]
     elif gate.name == "top-k-change":
-        k = int(gate.value)
+        k = int(gate.value or 0)
         entered = changes.filter((pl.col("position_new") <= k) & ~(pl.col("position_old") <= k).fill_null(False))["model"].to_list()
         left = changes.filter((pl.col("position_old") <= k) & ~(pl.col("position_new") <= k).fill_null(False))["model"].to_list()
         detail = [f"+{m}" for m in entered] + [f"-{m}" for m in left]
@@ -467,7 +468,7 @@ class LeaderboardComparison:
             "models_new": changes["rank_new"].is_not_null().sum(),
             "entered": changes.filter(pl.col("status") == "entered")["model"].to_list(),
             "left": changes.filter(pl.col("status") == "left")["model"].to_list(),
-            "largest_rank_shift": int(kept["rank_change"].abs().max() or 0) if kept.height else 0,
+            "largest_rank_shift": int(kept.select(pl.col("rank_change").abs().max().fill_null(0)).item()) if kept.height else 0,
             "significant_shifts": int(kept["rank_beyond_interval"].fill_null(False).sum()),
             "failed_gates": self.failed,
         }

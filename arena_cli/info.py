@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import polars as pl
 
 from arena_cli.results import Summary
@@ -39,15 +41,11 @@ def summarize(battles: pl.DataFrame, quarantine: pl.DataFrame | None = None, fea
     outcomes = battles.group_by("outcome").agg(pl.len().alias("battles")).sort("outcome").with_columns(
         (pl.col("battles") / battles.height).round(4).alias("share")
     )
-    overview = {
-        "battles": battles.height,
-        "models": models.height,
-        "first": None,
-        "last": None,
-    }
+    overview: dict[str, int | str | None] = {"battles": battles.height, "models": models.height, "first": None, "last": None}
     if "timestamp" in battles.columns and battles["timestamp"].is_not_null().any():
-        overview["first"] = battles["timestamp"].min().isoformat()
-        overview["last"] = battles["timestamp"].max().isoformat()
+        first, last = battles["timestamp"].min(), battles["timestamp"].max()
+        if isinstance(first, datetime) and isinstance(last, datetime):
+            overview["first"], overview["last"] = first.isoformat(), last.isoformat()
     languages = None
     if "language" in battles.columns and battles["language"].is_not_null().any():
         languages = battles.group_by("language").agg(pl.len().alias("battles")).sort(["battles", "language"], descending=[True, False])

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 class Renderable(Protocol):
     """A result of the Python API: it renders itself and says what the user should know."""
 
-    warnings: tuple[str, ...]
+    @property
+    def warnings(self) -> tuple[str, ...]: ...
 
     def to_document(self) -> Document: ...
 

@@ -32,7 +32,7 @@ def svg_text(figure: Figure) -> str:
         drawn.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     plt.close(drawn)
     svg = buffer.getvalue()
-    return svg[re.search(r"<svg[\s>]", svg).start():]
+    return svg[svg.index("<svg"):]
 
 
 def png_bytes(figure: Figure, dpi: int = 110) -> bytes:

@@ -58,9 +58,9 @@ def inline_svg(svg: str, prefix: str) -> str:
     svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}{m[1]}"', svg)
     svg = re.sub(r'url\(#([^)]+)\)', lambda m: f"url(#{prefix}{m[1]})", svg)
     svg = re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}{m[1]}"', svg)
-    root = re.match(r"<svg[^>]*>", svg)
-    opening = re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", root[0])
-    return opening + svg[root.end():]
+    end = svg.index(">") + 1  # the root element's opening tag
+    opening = re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", svg[:end])
+    return opening + svg[end:]
 
 
 def _figure(figure: Figure) -> list[str]:

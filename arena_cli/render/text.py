@@ -117,10 +117,11 @@ def rich_tables(doc: Document, terminal: bool = False) -> list[Any]:
 def to_table_text(doc: Document) -> bytes:
     from rich.console import Console
 
-    console = Console(file=io.StringIO(), width=200, color_system=None)
+    text = io.StringIO()
+    console = Console(file=text, width=200, color_system=None)
     for rich_table in rich_tables(doc):
         _print_unsqueezed(console, rich_table)
-    return console.file.getvalue().encode()
+    return text.getvalue().encode()
 
 
 def _print_unsqueezed(console, rich_table) -> None:
