@@ -349,12 +349,12 @@ def _lean_cases(tmp_path):
     "ids like content-hash ids",
 ])
 def test_a_lean_read_gives_the_battles_of_a_full_read(tmp_path, monkeypatch, case):
-    from arena_cli.io import ingest
+    from arena_cli.io import reading
 
     paths, lean = _lean_cases(tmp_path)[case]
     full = read_sources(paths)
     if lean:  # no hashing at all
-        monkeypatch.setattr(ingest, "add_hashes", lambda *a: pytest.fail("a lean read hashed"))
+        monkeypatch.setattr(reading, "add_hashes", lambda *a: pytest.fail("a lean read hashed"))
     result = read_sources(paths, columns=LEAN_COLUMNS)
     expected = full.battles.select([c for c in LEAN_COLUMNS if c in full.battles.columns])
     assert result.battles.columns == expected.columns
@@ -391,12 +391,14 @@ def test_parquet_logs_already_canonical_are_streamed_with_the_battles_of_a_full_
     """A parquet log whose rows need no trimming or mapping (rows to reject aside) is read by two streaming
     passes; any other goes through the batch path. Either way the battles and rejections, with their reasons,
     details and original records, are those of a full read."""
-    from arena_cli.io import ingest
+    from arena_cli.io import reading
+    from arena_cli.io.results import ReadPath
 
     path = _canonical_parquet(tmp_path / "v.parquet", **change)
     full = read_sources([path])
-    calls, batches = [], ingest.stream
-    monkeypatch.setattr(ingest, "stream", lambda *a, **k: calls.append(1) or batches(*a, **k))
+    calls, lean, whole = [], reading.read_lean, reading.read_full
+    monkeypatch.setattr(reading, "read_lean", lambda *a, **k: calls.append(1) or lean(*a, **k))
+    monkeypatch.setattr(reading, "read_full", lambda *a, **k: calls.append(1) or whole(*a, **k))
     result = read_sources([path], columns=STREAMED_COLUMNS)
     assert (not calls) == streamed
     expected = full.battles.select([c for c in STREAMED_COLUMNS if c in full.battles.columns])
@@ -404,22 +406,22 @@ def test_parquet_logs_already_canonical_are_streamed_with_the_battles_of_a_full_
     assert result.battles.equals(expected)
     assert result.quarantine.select("source_row", "reason", "detail").equals(full.quarantine.select("source_row", "reason", "detail"))
     if streamed:  # the original records, of the columns read (as a lean batch read gives them)
-        monkeypatch.setattr(ingest, "_streamed", lambda *a: None)
+        monkeypatch.setattr(reading, "read_streamed", lambda *a: ReadPath.LEAN)
         assert result.quarantine.equals(read_sources([path], columns=STREAMED_COLUMNS).quarantine)
     assert [(s.rows_read, s.stored, s.duplicates, s.quarantined) for s in result.summaries] == [(s.rows_read, s.stored, s.duplicates, s.quarantined) for s in full.summaries]
 
 
-def test_streamed_reads_reduce_within_the_query_and_check_ids_across_files(tmp_path):
-    """``reduce`` gets the canonical query, lazily; ids are checked across all files as batch reads do."""
+def test_streamed_reads_map_within_the_query_and_check_ids_across_files(tmp_path):
+    """``map_batch`` gets the canonical query, lazily; ids are checked across all files as batch reads do."""
     one = _canonical_parquet(tmp_path / "one.parquet")
     two = _canonical_parquet(tmp_path / "two.parquet", id=["q1", "q2", "q3", "q4"])
     seen = []
 
-    def reduce(frame):
+    def map_batch(frame):
         seen.append(type(frame))
         return frame.select("model_a", "outcome")
 
-    result = read_sources([one, two], columns=STREAMED_COLUMNS, reduce=reduce)
+    result = read_sources([one, two], columns=STREAMED_COLUMNS, map_batch=map_batch)
     assert seen == [pl.LazyFrame, pl.LazyFrame]
     assert result.battles["outcome"].to_list() == ["model_a", "both_bad", "model_b", "tie"] * 2
     repeated = read_sources([one, one], columns=STREAMED_COLUMNS)  # the same ids twice: duplicates, dropped
@@ -446,7 +448,8 @@ def test_a_read_asking_for_ids_is_a_full_read(tmp_path):
 def test_lean_parquet_reads_size_their_batches_by_the_columns_read(tmp_path):
     """Narrow columns (names, labels, counts) are read in batches of about NARROW_BATCH_BYTES, more rows the
     fewer columns; a read of texts keeps the ingest's rows per batch."""
-    from arena_cli.io.ingest import NARROW_BATCH_BYTES, NARROW_BATCH_ROWS, SHORT_TEXT_BYTES, InputOptions, _lean_parquet
+    from arena_cli.io.lean import NARROW_BATCH_BYTES, NARROW_BATCH_ROWS, SHORT_TEXT_BYTES, lean_parquet
+    from arena_cli.io.options import InputOptions
 
     counts = {f"c{i}_{side}": [1] for i in range(10) for side in "ab"}
     votes = pl.DataFrame({"model_a": ["x"], "model_b": ["y"], "winner": ["tie"], **counts})
@@ -457,7 +460,7 @@ def test_lean_parquet_reads_size_their_batches_by_the_columns_read(tmp_path):
     names = ["model_a", "model_b", "outcome"]
 
     def read(path, columns):
-        lean = _lean_parquet(tmp_path / path, options, columns)
+        lean = lean_parquet(tmp_path / path, options, columns)
         return lean.columns, lean.batch_rows(options)
 
     narrow = min(NARROW_BATCH_ROWS, NARROW_BATCH_BYTES // (3 * SHORT_TEXT_BYTES))

@@ -170,7 +170,7 @@ def test_content_text_fast_members_equal_the_json_encoder(data):
     """Numbers and booleans written directly give exactly the text polars' JSON encoder gives (hashes stay)."""
     import re as regex
 
-    from arena_cli.io import ingest
+    from arena_cli.io import duplicates
 
     rows = data.draw(st.integers(1, 6))
     columns = {"model_a": pl.Series(["a"] * rows), "model_b": pl.Series(["b"] * rows), "outcome": pl.Series(["tie"] * rows)}
@@ -186,13 +186,13 @@ def test_content_text_fast_members_equal_the_json_encoder(data):
             values = st.none() | line_text | st.just('{"a":null,"b":1}')
         columns[f"extra {k}"] = pl.Series(data.draw(st.lists(values, min_size=rows, max_size=rows)), dtype=dtype)
     frame = pl.DataFrame(columns)
-    fast = ingest._content_text(frame)
-    original = ingest._PLAIN_NAME
+    fast = duplicates.content_text(frame)
+    original = duplicates._PLAIN_NAME
     try:
-        ingest._PLAIN_NAME = regex.compile(r"(?!)")  # every member through the encoder
-        assert ingest._content_text(frame).to_list() == fast.to_list()
+        duplicates._PLAIN_NAME = regex.compile(r"(?!)")  # every member through the encoder
+        assert duplicates.content_text(frame).to_list() == fast.to_list()
     finally:
-        ingest._PLAIN_NAME = original
+        duplicates._PLAIN_NAME = original
 
 
 names = st.sampled_from(["m1", "m2", " m1", "m2 ", "", "  ", None])
@@ -206,17 +206,17 @@ winner_labels = st.sampled_from(["model_a", "model_b", "tie", "both_bad", "Model
 def test_parquet_rows_are_checked_per_distinct_value_exactly_as_per_row(tmp_path, rows):
     """Model names and winner labels are validated once per distinct value, and used as they are when all are
     clean: the battles and rejections equal those of validating every row."""
-    import arena_cli.io.ingest as ingest
+    import arena_cli.io.canonical as canonical
 
     path = tmp_path / "votes.parquet"
     pl.DataFrame(rows, schema={"model_a": pl.String, "model_b": pl.String, "winner": pl.String}, orient="row").write_parquet(path)
     fast = read_sources([path])
-    original = ingest._by_distinct
-    ingest._by_distinct = lambda batch, column, expr: expr
+    original = canonical.by_distinct
+    canonical.by_distinct = lambda batch, column, expr: expr
     try:
         slow = read_sources([path])
     finally:
-        ingest._by_distinct = original
+        canonical.by_distinct = original
     assert fast.battles.equals(slow.battles)
     assert fast.quarantine.equals(slow.quarantine)
 

@@ -53,17 +53,15 @@ def load_battle_parts(
     source: Source,
     filters: BattleFilter | None = None,
     columns: Sequence[str] | None = None,
-    reduce: Callable[[Frame], Frame] | None = None,
-    check: Callable[[pl.DataFrame], None] | None = None,
+    map_batch: Callable[[Frame], Frame] | None = None,
 ) -> Loaded[list[Frame]]:
     """The battles a command works on, in parts: one lazy frame per store part (all with the same columns), or
     one frame read (and validated) from the files; only those ``filters`` keep. An empty result is for the
     consumer to find.
 
-    ``reduce``: a row-wise projection of the filtered battles (a fit's few values per battle from many
-    columns), applied part by part and, for files, batch by batch as they are read, so that only its result
-    is ever held whole. ``check``: called on the (reduced) battles read from files before their skipped rows
-    are reported; it raises to abandon the read (which then reports nothing).
+    ``map_batch``: a row-wise map of the filtered battles (a fit's few values per battle from many columns),
+    applied part by part and, for files, batch by batch as they are read, so that only its result is ever
+    held whole.
     """
     filters = filters or BattleFilter()
     condition = where_expression(filters.where) if filters.where else None
@@ -73,14 +71,12 @@ def load_battle_parts(
 
     def narrowed(part: Frame) -> Frame:
         kept = _filtered(part, filters, condition)
-        return reduce(kept) if reduce is not None else kept
+        return map_batch(kept) if map_batch is not None else kept
 
     if source.files:
-        from arena_cli.io.ingest import read_sources
+        from arena_cli.io.reading import read_sources
 
-        result = read_sources(list(source.files), source.input, columns=wanted, reduce=narrowed)
-        if check is not None:
-            check(result.battles)
+        result = read_sources(list(source.files), source.input, columns=wanted, map_batch=narrowed)
         warnings: tuple[str, ...] = ()
         rejected = result.quarantine.height
         if rejected:

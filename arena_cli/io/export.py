@@ -8,7 +8,7 @@ import polars as pl
 
 from arena_cli.errors import InputError
 from arena_cli.io.atomic import atomic_write
-from arena_cli.io.ingest import json_text
+from arena_cli.io.fields import json_text
 from arena_cli.io.store import Store
 
 _EXTENSIONS = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}

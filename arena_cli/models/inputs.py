@@ -40,17 +40,17 @@ def load_fit_battles(
     cluster: str | None = None,
     features: FeatureOptions = FeatureOptions(),
     extra_columns: Sequence[str] = (),
-    reduce: Encoder | None = None,
+    map_batch: Encoder | None = None,
 ) -> Loaded[list[Frame]]:
     """Battles for fitting every style spec in ``styles`` (one for ``arena fit``, several for variants), in
     parts: one per store part when nothing needs computing (a store whose counts are complete); else one.
 
     ``extra_columns``: also read these (a report's summary describes the battles the fit reads).
-    ``reduce``: a fit's :class:`~arena_cli.models.design.Encoder`, applied part by part, and batch by batch (or
+    ``map_batch``: a fit's :class:`~arena_cli.models.design.Encoder`, applied part by part, and batch by batch (or
     within a streaming query) as files are read, so that the per-side counts are never held whole.
     """
-    from arena_cli.io.battles import load_battle_parts, load_battles
     from arena_cli.features.registry import side_columns
+    from arena_cli.io.battles import load_battle_parts, load_battles
     from arena_cli.io.store import Store
     from arena_cli.schema import META_COLUMNS
 
@@ -61,49 +61,83 @@ def load_fit_battles(
     columns = ["model_a", "model_b", "outcome", *extra_columns, *([cluster] if cluster else [])]
     columns += [c for t in covariates for c in (t, *side_columns(t))]
     feature_columns = [c for f in needed for c in side_columns(f)]
-    computed = False  # whether some counts may have to be computed (or come from the features cache)
     if needed:
         columns += feature_columns
-        if sources:
-            # features are computed from the files' texts or LMArena metadata (ids are not needed: see below)
-            columns += ["conversation_a", "conversation_b", *META_COLUMNS]
-            computed = True
-        elif not Store.open(store).complete("battles", feature_columns):
-            columns += ["battle_id", "content_hash"]  # cached, or computed from the store's own texts
-            computed = True
-    if not computed:
-        return load_battle_parts(source, filters, columns=columns, reduce=reduce)
-    if sources and reduce is not None:
-        # files usually carry their counts: reduced as they are read, unless some battle lacks them (read again whole)
-        def reduce_counted(batch: Frame) -> Frame:
-            schema = batch.collect_schema()
-            if not all(c in schema and schema[c] != pl.Null for c in feature_columns):
-                raise _CountsMissing
-            return reduce(batch)
-
-        def counted(encoded: pl.DataFrame) -> None:
-            if not reduce.counted(encoded):
-                raise _CountsMissing
-
-        try:
-            return load_battle_parts(source, filters, columns=columns, reduce=reduce_counted, check=counted)
-        except _CountsMissing:
-            pass
-    loaded = load_battles(source, filters, columns=columns)
-    battles = loaded.battles
+    if needed and sources:
+        # features are computed from the files' texts or LMArena metadata, batch by batch as read
+        columns += ["conversation_a", "conversation_b", *META_COLUMNS]
+        counts = _FileCounts(feature_columns, features, map_batch)
+        loaded = load_battle_parts(source, filters, columns=columns, map_batch=counts)
+        if not counts.stale and not (counts.deferred and not _counted(loaded.battles, feature_columns, map_batch)):
+            return loaded
+        # some battle lacks counts that showed only after others were mapped with theirs: read again, computing all
+        return load_battle_parts(source, filters, columns=columns, map_batch=_FileCounts(feature_columns, features, map_batch, given=False))
+    if not needed or Store.open(store).complete("battles", feature_columns):
+        return load_battle_parts(source, filters, columns=columns, map_batch=map_batch)
+    columns += ["battle_id", "content_hash"]  # cached, or computed from the store's own texts
+    loaded_whole = load_battles(source, filters, columns=columns)
+    battles = loaded_whole.battles
     if not _complete(battles, feature_columns):
         from arena_cli.features import attach_features
 
-        if sources:  # battles read from files are matched to their computed features by position
-            keyed = battles.with_columns(pl.int_range(pl.len()).cast(pl.String).alias("battle_id"))
-            battles = attach_features(keyed, recipe=features.recipe, encoding=features.encoding).drop("battle_id")
-        else:
-            battles = attach_features(battles, store=store, recipe=features.recipe, encoding=features.encoding)
-    return Loaded([reduce(battles) if reduce is not None else battles], loaded.warnings)
+        battles = attach_features(battles, store=store, recipe=features.recipe, encoding=features.encoding)
+    return Loaded([map_batch(battles) if map_batch is not None else battles], loaded_whole.warnings)
 
 
-class _CountsMissing(Exception):
-    """Some battles read from files have no per-side counts: they are computed from the texts."""
+class _FileCounts:
+    """The row map of battles read from files for a fit with style features, then ``then`` (the fit's encoder).
+
+    The counts the files give are used if every battle has them; else every battle's are computed from its
+    texts (or LMArena metadata), as a store's are. Which is decided on the first battles read (a file's schema
+    or first batch tells), and the counts are computed batch by batch as read: a file is read once, and its
+    texts are never held whole. Only a gap found after some battles were mapped with their given counts
+    (:attr:`stale`, or, for a streamed read mapped lazily, :attr:`deferred` and shown by the result) needs a
+    second read.
+    """
+
+    def __init__(self, columns: list[str], features: FeatureOptions, then: Encoder | None, given: bool | None = None):
+        self.columns = columns
+        self.features = features
+        self.then = then
+        self.given = given  # whether the files' counts are used; None: not decided yet
+        self.stale = False
+        self.deferred = False
+
+    def __call__(self, frame: Frame) -> Frame:
+        if isinstance(frame, pl.LazyFrame):
+            if self.given is not False and self._has_columns(frame.collect_schema()):
+                self.given = self.deferred = True
+                return self._then(frame)
+            frame = frame.collect(engine="streaming")
+        if frame.height and self.given is not False:
+            if self._has_columns(frame.schema) and not frame.select(pl.any_horizontal(pl.col(self.columns).is_null()).any()).item():
+                self.given = True
+                return self._then(frame)
+            self.stale = bool(self.given)
+            self.given = False
+        return self._then(self._computed(frame))
+
+    def _has_columns(self, schema: pl.Schema) -> bool:
+        return all(c in schema and schema[c] != pl.Null for c in self.columns)
+
+    def _then(self, frame: Frame) -> Frame:
+        return self.then(frame) if self.then is not None else frame
+
+    def _computed(self, battles: pl.DataFrame) -> pl.DataFrame:
+        """``battles`` with every feature computed (a pure function of each battle: batch by batch is the same)."""
+        from arena_cli.features import attach_features
+
+        # battles read from files are matched to their computed features by position
+        keyed = battles.with_columns(pl.int_range(pl.len()).cast(pl.String).alias("battle_id"))
+        return attach_features(keyed, recipe=self.features.recipe, encoding=self.features.encoding).drop("battle_id")
+
+
+def _counted(parts: Sequence[Frame], columns: list[str], encoder: Encoder | None) -> bool:
+    """Whether every battle read has its counts (encoded: every style term has a value, or is unusable)."""
+    frames = [part.lazy().collect() for part in parts]
+    if encoder is not None:
+        return all(encoder.counted(frame) for frame in frames)
+    return all(_complete(frame, columns) for frame in frames)
 
 
 def _complete(battles: pl.DataFrame, columns: list[str]) -> bool:
@@ -117,5 +151,5 @@ def load_encoded_battles(
     :class:`~arena_cli.models.design.Encoder`): a one-shot fit of a large file never holds its per-side counts."""
     from arena_cli.models.design import Encoded, Encoder
 
-    loaded = load_fit_battles(source, filters, [options.style], cluster=options.cluster, features=features, reduce=Encoder(options))
+    loaded = load_fit_battles(source, filters, [options.style], cluster=options.cluster, features=features, map_batch=Encoder(options))
     return Loaded(Encoded(loaded.battles), loaded.warnings)

@@ -1,0 +1,194 @@
+"""Canonical battles from one batch of source rows: map the columns a :class:`~arena_cli.io.dialects.Plan`
+names to the canonical fields, validate every row, and split the batch into accepted battles and quarantined
+rows (each keeping its original content, source, row and reason).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from arena_cli.io.dialects import Plan, kaggle_conversation, kaggle_outcome
+from arena_cli.io.fields import (
+    by_distinct,
+    decode_json,
+    field_path,
+    json_text,
+    meta_text_dtype,
+    parse_boolean,
+    parse_count,
+    parse_integer,
+    parse_text,
+    parse_timestamp,
+    typed_conversation,
+)
+from arena_cli.io.readers import RAW, ROW
+from arena_cli.schema import BATTLE_SCHEMA, CONVERSATION, META_COLUMNS, QUARANTINE_SCHEMA, QuarantineReason, empty_quarantine, meta_paths
+
+
+#: A wrong-type check: (reason, flag, field, detail). The row is bad where ``flag`` (on source columns) holds
+#: and, when a ``field`` is named, its parsed value is null.
+Check = tuple[str, pl.Expr, str | None, str]
+
+
+def field_exprs(schema: pl.Schema, col: dict[str, str]) -> tuple[dict[str, pl.Expr], list[Check]]:
+    """The typed fields (timestamp, turn, anony, counts) and plain text fields (judge, question_id, language,
+    category) a plan maps, as expressions on the source columns, with the wrong-type check of each typed one."""
+    out: dict[str, pl.Expr] = {}
+    bad: list[Check] = []
+    parsers = {"timestamp": parse_timestamp, "turn": parse_integer, "anony": parse_boolean, **{c: parse_count for c in META_COLUMNS}}
+    for name, parse in parsers.items():
+        if name in col:
+            out[name] = parse(col[name], schema[col[name]])
+            present = parse_text(col[name], schema[col[name]]).is_not_null()
+            bad.append((QuarantineReason.WRONG_TYPE.value, present, name, f"{col[name]}: not a valid {name}"))
+    for name in ("judge", "question_id", "language", "category"):
+        if name in col:
+            out[name] = parse_text(col[name], schema[col[name]])
+    return out, bad
+
+
+def extra_exprs(schema: pl.Schema, plan: Plan) -> dict[str, pl.Expr]:
+    """The source columns no field takes, kept under their names (``extra_<name>`` where a name is canonical)."""
+    extras: dict[str, pl.Expr] = {}
+    for name in plan.extras:
+        target = name if name not in BATTLE_SCHEMA else f"extra_{name}"
+        # Nested extras are kept as exact JSON text: their inferred types vary from batch to batch (and a
+        # batch read line by line gives text), and store parts must agree on each column's type.
+        extras[target] = json_text(pl.col(name)) if schema[name].is_nested() else pl.col(name)
+    return extras
+
+
+def id_expr(schema: pl.Schema, col: dict[str, str]) -> pl.Expr:
+    return parse_text(col["battle_id"], schema[col["battle_id"]]) if "battle_id" in col else pl.lit(None, dtype=pl.String)
+
+
+def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Map one batch to canonical columns and validate every row. Returns (accepted, quarantined)."""
+    schema = batch.schema
+    col = plan.columns
+    out: dict[str, pl.Expr] = {}
+    for name in ("model_a", "model_b"):
+        out[name] = by_distinct(batch, col[name], parse_text(col[name], schema[col[name]]))
+
+    if plan.dialect == "kaggle" and "outcome" not in col:
+        outcome = kaggle_outcome(batch)
+        label = None
+    else:
+        label = parse_text(col["outcome"], schema[col["outcome"]])
+        outcome = by_distinct(batch, col["outcome"], label.str.to_lowercase().replace_strict(labels, default=None, return_dtype=pl.String))
+    out["outcome"] = outcome
+
+    # the wrong-type flags are computed with the fields in one pass; the checks then only read computed
+    # columns, so no parser runs twice
+    fields, bad = field_exprs(schema, col)
+    out.update(fields)
+
+    decoded: dict[str, pl.Series] = {}
+    for side in ("a", "b"):
+        name = f"conversation_{side}"
+        if name in col:
+            dtype = schema[col[name]]
+            typed = typed_conversation(col[name], dtype)
+            present = parse_text(col[name], dtype).is_not_null() if dtype == pl.String else pl.col(col[name]).is_not_null()  # blank text is absent
+            if typed is not None:
+                out[name] = typed
+                continue
+            if dtype == pl.String:  # JSON text (JSON and CSV sources)
+                decoded[name] = decode_json(batch[col[name]], CONVERSATION)
+                out[name] = pl.col(f"__{name}")
+            else:  # a typed column (parquet) of some other shape: no value of it is a conversation
+                out[name] = pl.lit(None, dtype=CONVERSATION)
+            bad.append((QuarantineReason.WRONG_TYPE.value, present, name, f"{col[name]}: not a list of {{role, content}} messages"))
+        elif plan.dialect == "kaggle":
+            decoded[name], decoded[f"{name}_invalid"] = kaggle_conversation(batch, f"response_{side}")
+            out[name] = pl.col(f"__{name}")
+            bad.append((QuarantineReason.WRONG_TYPE.value, pl.col(f"__{name}_invalid"), None, f"prompt/response_{side}: not a JSON list of turns"))
+
+    if "conv_metadata" in col:
+        dtype = schema[col["conv_metadata"]]
+        if dtype == pl.String:
+            decoded["conv_metadata"] = decode_json(batch[col["conv_metadata"]], meta_text_dtype())
+            meta_expr, meta_dtype = pl.col("__conv_metadata"), meta_text_dtype()
+            bad.append((QuarantineReason.WRONG_TYPE.value, pl.col(col["conv_metadata"]).is_not_null() & pl.col("__conv_metadata").is_null(), None, f"{col['conv_metadata']}: not an LMArena conv_metadata object"))
+        else:
+            meta_expr, meta_dtype = pl.col(col["conv_metadata"]), dtype
+        for side in ("a", "b"):
+            for count, path in meta_paths(side).items():
+                value = field_path(meta_expr, meta_dtype, path)
+                if value is not None:
+                    out[f"meta_{count}_{side}"] = value
+
+    if decoded:
+        batch = batch.with_columns(pl.Series(f"__{k}", v) for k, v in decoded.items())
+
+    extras = extra_exprs(schema, plan)
+
+    if label is None:
+        winner_detail = pl.lit("winner_model_a/winner_model_b/winner_tie: exactly one must be 1")
+    else:
+        winner_detail = pl.concat_str(pl.lit("unknown winner label "), pl.format('"{}"', label.fill_null("")), pl.lit(" (map it with --winner-map LABEL=OUTCOME)"))
+    checks: list[tuple[str, pl.Expr, pl.Expr]] = [  # (reason, condition on the computed columns, detail), first match wins
+        (QuarantineReason.MISSING_MODEL.value, pl.col("model_a").is_null() | pl.col("model_b").is_null(), pl.lit("model_a or model_b is missing or empty")),
+        (QuarantineReason.UNKNOWN_WINNER.value, pl.col("outcome").is_null(), winner_detail),
+        *[(reason, pl.col(f"__flag{i}") & (pl.col(field).is_null() if field else True), pl.lit(text)) for i, (reason, _, field, text) in enumerate(bad)],
+        (QuarantineReason.SELF_BATTLE.value, pl.col("model_a") == pl.col("model_b"), pl.lit("model_a == model_b")),
+    ]
+    failed = pl.lit(None, dtype=pl.Int8)
+    for number, (_, condition, _) in reversed(list(enumerate(checks))):
+        failed = pl.when(condition.fill_null(False)).then(pl.lit(number, dtype=pl.Int8)).otherwise(failed)
+
+    frame = batch.select(
+        *[e.alias(k) for k, e in out.items()],
+        *[e.alias(k) for k, e in extras.items()],
+        id_expr(schema, col).alias("battle_id"),
+        pl.col(ROW).alias("source_row"),
+        *[flag.fill_null(False).alias(f"__flag{i}") for i, (_, flag, _, _) in enumerate(bad)],
+        *([pl.col(RAW)] if RAW in batch.columns else []),
+    ).with_columns(failed.alias("__failed"), pl.lit(source).alias("source_file"))
+    helpers = [f"__flag{i}" for i in range(len(bad))]
+
+    rejected = frame.filter(pl.col("__failed").is_not_null())
+    if rejected.height:
+        # reasons and messages only for the rejected rows (the winner label is read back from their source rows)
+        sources = batch.join(rejected.select(pl.col("source_row").alias(ROW)), on=ROW, how="semi", maintain_order="left")
+        detail = pl.lit(None, dtype=pl.String)
+        for number, (_, _, text) in enumerate(checks):
+            detail = pl.when(pl.col("__failed") == number).then(text).otherwise(detail)
+        details = sources.with_columns(rejected["__failed"]).select(detail)
+        raw = rejected[RAW] if RAW in rejected.columns else raw_records(batch, rejected["source_row"])
+        rejected = pl.DataFrame(
+            {
+                "source_file": rejected["source_file"],
+                "source_row": rejected["source_row"],
+                "reason": rejected["__failed"].replace_strict(list(range(len(checks))), [c[0] for c in checks], return_dtype=pl.String),
+                "detail": details.to_series(),
+                "raw": raw,
+                "raw_bytes": pl.Series([None] * rejected.height, dtype=pl.Binary),
+            },
+            schema=QUARANTINE_SCHEMA,
+        )
+        frame = frame.filter(pl.col("__failed").is_null())
+    else:
+        rejected = empty_quarantine()
+    accepted = frame.drop("__failed", RAW, *helpers, strict=False)
+    return accepted, rejected
+
+
+def raw_records(batch: pl.DataFrame, rows: pl.Series) -> pl.Series:
+    """The original record as JSON text, for quarantined rows of typed sources (parquet)."""
+    picked = batch.join(pl.DataFrame({ROW: rows}), on=ROW, how="semi", maintain_order="left")
+    return picked.select(pl.struct(pl.exclude(ROW)).struct.json_encode().alias("raw"))["raw"]
+
+
+def align(frame: pl.DataFrame, plan: Plan) -> pl.DataFrame:
+    """Later batches of a JSON source may lack a column the first one had (or add new ones): align to the plan."""
+    needed = set(plan.columns.values()) | set(plan.extras)
+    missing = [pl.lit(None, dtype=pl.String).alias(c) for c in needed if c not in frame.columns]
+    return frame.with_columns(missing) if missing else frame
+
+
+def raw_of(batch: pl.DataFrame, rows: pl.Series) -> pl.Series:
+    if RAW in batch.columns:
+        return batch.join(pl.DataFrame({ROW: rows}), on=ROW, how="semi", maintain_order="left")[RAW]
+    return raw_records(batch, rows)
+

@@ -1,0 +1,152 @@
+"""Ids, content hashes and duplicates: a vote's content hash (which tells an exact duplicate from a conflicting
+one), ids for votes without one, and the split of a batch into new battles, duplicates and conflicts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from typing import TypeVar
+
+import polars as pl
+
+from arena_cli.schema import BATTLE_SCHEMA, QUARANTINE_SCHEMA, QuarantineReason
+
+FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
+
+#: Part of every hashed text: bumped when what a hash covers changes (ids made from hashes change with it).
+HASH_VERSION = "v2"
+HASH_CHUNK_ROWS = 25_000
+
+
+def content_hashes(frame: pl.DataFrame) -> pl.Series:
+    """The content hash of every row. A chunk at a time: the texts hashed are long, and a whole batch of
+    them (as Python strings) would be the largest thing an ingest holds."""
+    digest = hashlib.blake2b
+    hashes: list[str] = []
+    for start in range(0, frame.height, HASH_CHUNK_ROWS):
+        texts = content_text(frame.slice(start, HASH_CHUNK_ROWS)).to_list()
+        hashes.extend(digest(t.encode(), digest_size=16).hexdigest() for t in texts)
+    return pl.Series(hashes, dtype=pl.String)
+
+
+#: ``,"key":null`` and ``{"key":null,`` in compact JSON: an object member that is null is left out of the
+#: hash, as if absent (batches pad a nested object with the keys other rows have). ``,"`` and ``{"`` occur
+#: in compact JSON only between members, never inside a string, where every quote is escaped.
+_NULL_MEMBER = r',"(?:[^"\\]|\\.)*":null'
+_FIRST_NULL_MEMBER = r'\{"(?:[^"\\]|\\.)*":null,?'
+
+
+def content_text(frame: pl.DataFrame) -> pl.Series:
+    """What a vote's content hash is taken of: each present field as ``{"name":value}`` JSON, canonical fields
+    first, then extras by name; ids and provenance left out.
+
+    Absent fields (null, or empty text) are skipped rather than written as null, so a vote hashes the same
+    whatever other columns its source or batch has (a growing log that gains a field keeps its old ids).
+    Extras are hashed as text, as the JSON and CSV readers give them, so a typed source and its JSONL or
+    CSV export hash alike.
+    """
+    skip = {"battle_id", "content_hash", "source_file", "source_row"}
+    canonical = [c for c in BATTLE_SCHEMA if c in frame.columns and c not in skip]
+    extras = sorted(c for c in frame.columns if c not in BATTLE_SCHEMA)
+    fields = []
+    for name in canonical + extras:
+        value, dtype = pl.col(name), frame.schema[name]
+        if name in extras:  # as text (nested extras are JSON text already, see canonicalize)
+            if dtype == pl.String and frame[name].str.contains(":null", literal=True).any():
+                value = value.str.replace_all(_NULL_MEMBER, "").str.replace_all(_FIRST_NULL_MEMBER, "{")
+            value, quoted = value.cast(pl.String), True
+        else:
+            quoted = False
+        if frame.schema[name] == pl.String:
+            value = pl.when(value != "").then(value)
+        fields.append(pl.when(value.is_not_null()).then(_json_member(name, value, frame.schema[name], quoted)))
+    return frame.select(pl.concat_str([pl.lit(HASH_VERSION), *fields], separator="\x1f", ignore_nulls=True)).to_series()
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.\- ]+")
+
+
+def _json_member(name: str, value: pl.Expr, dtype: pl.DataType, quoted: bool) -> pl.Expr:
+    """``{"name":value}`` as compact JSON (``value`` as a JSON string when ``quoted``). Numbers and booleans,
+    whose text needs no escaping, are written directly (the same text as polars' encoder, several times
+    faster); anything else goes through the encoder."""
+    if (dtype.is_integer() or (quoted and (dtype.is_numeric() or dtype == pl.Boolean))) and _PLAIN_NAME.fullmatch(name):
+        quote = '"' if quoted else ""
+        return pl.concat_str(pl.lit(f'{{"{name}":{quote}'), value.cast(pl.String), pl.lit(f"{quote}}}"))
+    return pl.struct(value.alias(name)).struct.json_encode()
+
+
+def add_hashes(accepted: pl.DataFrame, occurrences: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Content hash of every row (all canonical fields and extras, not provenance) and an id for rows without
+    one: ``sha-<hash>``, with ``~k`` for the k-th repeat of identical content in the same source (so appending
+    to a growing log keeps every earlier id). ``occurrences`` carries the repeat counts across batches."""
+    frame = accepted.with_columns(content_hashes(accepted).alias("content_hash"))
+    missing = frame["battle_id"].is_null() | (frame["battle_id"] == "")
+    if missing.any():
+        frame = frame.with_columns(pl.int_range(pl.len()).alias("__order"))
+        without = frame.filter(missing).with_columns(pl.int_range(pl.len()).over("content_hash").alias("__k"))
+        without = without.join(occurrences, on="content_hash", how="left").with_columns(
+            (pl.col("__k") + pl.col("__seen").fill_null(0)).alias("__k")
+        )
+        occurrences = pl.concat([occurrences, without.group_by("content_hash").agg(pl.len().cast(pl.Int64).alias("__seen"))]).group_by("content_hash").agg(pl.col("__seen").sum())
+        without = without.with_columns(
+            pl.concat_str(pl.lit("sha-"), pl.col("content_hash").str.slice(0, 24), pl.when(pl.col("__k") > 0).then(pl.format("~{}", pl.col("__k"))).otherwise(pl.lit(""))).alias("battle_id")
+        ).drop("__k", "__seen")
+        frame = pl.concat([frame.filter(~missing), without], how="vertical_relaxed").sort("__order").drop("__order")
+    return frame, occurrences
+
+
+def content_key(hashes: pl.Expr) -> pl.Expr:
+    # 64 bits of the content hash tell two contents of one id apart as well as 128, in half the memory.
+    return hashes.str.slice(0, 16).str.to_integer(base=16, dtype=pl.UInt64, strict=False)
+
+
+#: No battles seen yet (the keys :func:`seen_keys` takes), and no content repeated yet (see :func:`add_hashes`).
+NO_BATTLES = pl.DataFrame(schema={"battle_id": pl.String, "content_hash": pl.String})
+NO_OCCURRENCES = pl.DataFrame(schema={"content_hash": pl.String, "__seen": pl.Int64})
+
+
+def seen_keys(battles: FrameT) -> FrameT:
+    """What duplicate detection keeps of each battle already stored or accepted: (battle_id, content_key)."""
+    return battles.select("battle_id", content_key(pl.col("content_hash")).alias("content_key"))
+
+
+def split_duplicates(frame: pl.DataFrame, seen: pl.DataFrame) -> tuple[pl.DataFrame, int, pl.DataFrame]:
+    """Drop exact duplicates (same id, same content) and pull out conflicting ones (same id, other content).
+
+    The reference content of an id is the stored one (``seen``, from :func:`seen_keys`: the store and
+    earlier batches) or else its first occurrence in this batch. Returns (new rows, number of exact
+    duplicates, conflicting rows). Only the seen ids that occur in the batch are joined: ``seen`` grows
+    with the store, and a join would hash all of it for every batch.
+    """
+    frame = frame.with_row_index("__order").with_columns(content_key(pl.col("content_hash")).alias("__key"))
+    firsts = frame.group_by("battle_id", maintain_order=True).agg(
+        pl.col("__key").first().alias("__batch_ref"), pl.col("__order").first().alias("__first")
+    )
+    known = seen.filter(pl.col("battle_id").is_in(firsts["battle_id"].implode())).unique("battle_id", keep="first")
+    refs = firsts.join(known.rename({"content_key": "__seen_ref"}), on="battle_id", how="left")
+    checked = frame.join(refs, on="battle_id", how="left", maintain_order="left")
+    reference = pl.coalesce("__seen_ref", "__batch_ref")
+    is_new = pl.col("__seen_ref").is_null() & (pl.col("__order") == pl.col("__first"))
+    conflict = pl.col("__key") != reference
+    helpers = ["__order", "__key", "__batch_ref", "__first", "__seen_ref"]
+    new = checked.filter(is_new).drop(helpers)
+    duplicates = checked.filter(~is_new & ~conflict).height
+    conflicts = checked.filter(conflict).drop(helpers)
+    return new, duplicates, conflicts
+
+
+def conflict_rows(conflicts: pl.DataFrame, raw_of: Callable[[pl.Series], pl.Series]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "source_file": conflicts["source_file"],
+            "source_row": conflicts["source_row"],
+            "reason": [QuarantineReason.CONFLICTING_DUPLICATE.value] * conflicts.height,
+            "detail": [f"battle_id {bid} already seen with different content" for bid in conflicts["battle_id"].to_list()],
+            "raw": raw_of(conflicts["source_row"]),
+            "raw_bytes": pl.Series([None] * conflicts.height, dtype=pl.Binary),
+        },
+        schema=QUARANTINE_SCHEMA,
+    )

@@ -1,0 +1,138 @@
+"""Field parsers: source values (text from JSON and CSV, typed values from parquet) -> canonical types.
+
+Vectorised polars expressions, one per kind of field. A parser gives null where a present value does not
+parse; the caller (:func:`arena_cli.io.canonical.canonicalize`) turns that into a ``wrong_type`` rejection.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from arena_cli.schema import BATTLE_SCHEMA, CONVERSATION
+
+
+def parse_text(col: str, dtype: pl.DataType) -> pl.Expr:
+    """A field as trimmed text; empty text is absent, as an empty CSV cell is."""
+    expr = pl.col(col)
+    if dtype == pl.String:
+        expr = expr.str.strip_chars()
+    elif dtype.is_nested():
+        expr = pl.struct(expr).struct.json_encode()
+    else:
+        expr = expr.cast(pl.String)
+    return expr.replace("", None)
+
+
+def parse_timestamp(col: str, dtype: pl.DataType) -> pl.Expr:
+    if isinstance(dtype, pl.Datetime):
+        return pl.col(col).dt.replace_time_zone(None).dt.replace_time_zone("UTC").cast(BATTLE_SCHEMA["timestamp"]) if dtype.time_zone is None else pl.col(col).dt.convert_time_zone("UTC").cast(BATTLE_SCHEMA["timestamp"])
+    if dtype.is_numeric():
+        seconds = pl.col(col).cast(pl.Float64)
+    else:
+        seconds = pl.col(col).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    micros = pl.when(seconds.abs() < 1e11).then(seconds * 1e6).otherwise(seconds * 1e3)
+    from_epoch = pl.from_epoch(micros.round(0).cast(pl.Int64, strict=False), time_unit="us").dt.replace_time_zone("UTC")
+    if dtype.is_numeric():
+        return from_epoch
+    text = pl.col(col).cast(pl.String).str.strip_chars()
+    parsed = [text.str.to_datetime(format=f, strict=False, time_zone="UTC", time_unit="us") for f in (
+        "%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%.f%#z", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d",
+    )]
+    return pl.coalesce([from_epoch, *parsed])
+
+
+def parse_integer(col: str, dtype: pl.DataType, width: pl.DataType = pl.Int32) -> pl.Expr:
+    number = pl.col(col).cast(pl.Float64, strict=False) if dtype.is_numeric() else pl.col(col).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    return pl.when(number == number.floor()).then(number).cast(pl.Int64, strict=False).cast(width, strict=False)
+
+
+def parse_count(col: str, dtype: pl.DataType) -> pl.Expr:
+    return parse_integer(col, dtype, pl.Int64)
+
+
+def parse_boolean(col: str, dtype: pl.DataType) -> pl.Expr:
+    if dtype == pl.Boolean:
+        return pl.col(col)
+    text = pl.col(col).cast(pl.String).str.strip_chars().str.to_lowercase()
+    return text.replace_strict({"true": True, "false": False, "1": True, "0": False, "1.0": True, "0.0": False, "yes": True, "no": False}, default=None, return_dtype=pl.Boolean)
+
+
+def typed_conversation(col: str, dtype: pl.DataType) -> pl.Expr | None:
+    inner = dtype.inner if isinstance(dtype, pl.List) else None
+    if isinstance(inner, pl.Struct) and {"role", "content"} <= {f.name for f in inner.fields}:
+        return pl.col(col).list.eval(pl.struct(pl.element().struct.field("role").cast(pl.String), pl.element().struct.field("content").cast(pl.String))).cast(CONVERSATION)
+    if inner == pl.Null:  # only empty lists (or lists of nulls) were seen: an empty list is an empty conversation
+        return pl.when(pl.col(col).list.len() == 0).then(pl.col(col).cast(CONVERSATION))
+    return None
+
+
+def decode_json(series: pl.Series, dtype: pl.DataType) -> pl.Series:
+    """Decode JSON text to ``dtype``; rows that do not fit become null (found one by one only on failure).
+
+    Blank text is not JSON: it becomes null first (polars decodes an all-blank column to zero rows).
+    """
+    series = series.to_frame().select(pl.when(pl.first().str.strip_chars() != "").then(pl.first())).to_series().alias(series.name)
+    try:
+        return series.str.json_decode(dtype)
+    except Exception:
+        import json
+
+        def one(value: str | None) -> str | None:
+            if value is None:
+                return None
+            try:
+                pl.Series([value]).str.json_decode(dtype)
+                json.loads(value)
+                return value
+            except Exception:
+                return None
+
+        return pl.Series(series.name, [one(v) for v in series.to_list()], dtype=pl.String).str.json_decode(dtype)
+
+
+def json_text(value: pl.Expr) -> pl.Expr:
+    """A nested value as compact JSON text per row (null stays null): encode ``{"v": value}``, keep the value."""
+    wrapped = pl.struct(value.alias("v")).struct.json_encode()
+    return pl.when(value.is_not_null()).then(wrapped.str.slice(5).str.strip_suffix("}"))
+
+
+def meta_text_dtype() -> pl.Struct:
+    fields: dict[str, pl.DataType] = {}
+    for side in ("a", "b"):
+        fields[f"sum_assistant_{side}_tokens"] = pl.String
+        fields[f"header_count_{side}"] = pl.Struct({f"h{i}": pl.String for i in range(1, 7)})
+        fields[f"list_count_{side}"] = pl.Struct({"ordered": pl.String, "unordered": pl.String})
+        fields[f"bold_count_{side}"] = pl.Struct({"**": pl.String, "__": pl.String})
+    return pl.Struct(fields)
+
+
+def field_path(expr: pl.Expr, dtype: pl.DataType, path: tuple[str, ...]) -> pl.Expr | None:
+    for name in path:
+        if not isinstance(dtype, pl.Struct):
+            return None
+        fields = {f.name: f.dtype for f in dtype.fields}
+        if name not in fields:
+            return None
+        expr, dtype = expr.struct.field(name), fields[name]
+    return expr.cast(pl.String).cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
+
+
+
+def by_distinct(batch: pl.DataFrame, column: str, expr: pl.Expr) -> pl.Expr:
+    """``expr``, a String function of one text ``column``, evaluated once per distinct value and looked up per
+    row; or the column itself when ``expr`` leaves every value as it is. A log has a handful of model names and
+    winner labels: they are trimmed and normalised once each, not once per vote."""
+    if batch.schema[column] != pl.String:
+        return expr
+    distinct = changed_values(batch.select(pl.col(column).unique()), column, expr)
+    if distinct is None:
+        return pl.col(column)
+    return pl.col(column).replace_strict(distinct[column], distinct["__value"], default=None, return_dtype=pl.String)
+
+
+def changed_values(distinct: pl.DataFrame, column: str, expr: pl.Expr) -> pl.DataFrame | None:
+    """The distinct values of ``column`` with ``expr`` of each (``__value``); None when it leaves all as they are."""
+    distinct = distinct.with_columns(expr.alias("__value"))
+    return None if distinct.select(pl.col(column).eq_missing(pl.col("__value")).all()).item() else distinct
+

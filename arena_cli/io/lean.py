@@ -1,0 +1,118 @@
+"""Lean reads: the battles one computation needs (a fit's names, outcomes and counts), without ids or hashes.
+
+A lean read gives the battles of a full read (every row validated, duplicates dropped) but reads only the
+source columns that validation and the wanted columns need (parquet), and hashes nothing: the ids it saw
+(:class:`LeanIds`) tell whether hashes could change the outcome, which is rare and then needs a full read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import polars as pl
+
+from arena_cli.io.dialects import Plan, plan_for
+from arena_cli.io.options import InputOptions
+from arena_cli.io.readers import parquet_schema
+from arena_cli.schema import META_COLUMNS
+
+FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
+
+#: Fields whose values can reject a row: a lean read reads and checks them even when it keeps none of them.
+VALIDATED = ("model_a", "model_b", "outcome", "timestamp", "turn", "anony", "conversation_a", "conversation_b", "conv_metadata", *META_COLUMNS)
+#: Columns that only a full read computes (a lean read is refused when any is asked for).
+IDENTITY = ("battle_id", "content_hash", "source_file", "source_row")
+
+
+def select_wanted(frame: FrameT, columns: Sequence[str]) -> FrameT:
+    """The wanted columns that a canonical frame has (every canonical one; extras where the source had them)."""
+    names = frame.collect_schema().names()
+    return frame.select([c for c in columns if c in names])
+
+
+def lean_plan(plan: Plan, columns: Sequence[str]) -> Plan:
+    """The plan restricted to the validated fields, the ids and the wanted columns (arena dialect)."""
+    if plan.dialect == "kaggle":
+        return plan
+    keep = {*VALIDATED, "battle_id", *columns}
+    fields = {name: source for name, source in plan.columns.items() if name in keep}
+    extras = tuple(e for e in plan.extras if e in keep or f"extra_{e}" in keep)
+    return Plan(plan.dialect, fields, extras)
+
+
+#: A lean parquet read of narrow columns only (no texts, nothing nested) takes batches of about this many bytes
+#: (up to a million rows) rather than the ingest's rows per batch: every batch costs a dozen small queries.
+NARROW_BATCH_BYTES = 64 << 20
+NARROW_BATCH_ROWS = 1_000_000
+#: Fields that hold texts (conversations) or documents: a read of any of them keeps the ingest's batch size.
+TEXT_FIELDS = ("conversation_a", "conversation_b", "conv_metadata")
+#: Bytes per value of a short string (a model name, a label) as polars holds it: a 16-byte view and its text
+#: (a number or a time takes at most 8).
+SHORT_TEXT_BYTES = 32
+
+
+@dataclass(frozen=True)
+class LeanParquet:
+    """What a lean read takes from one parquet file: the columns (None: all of them, for the Kaggle dialect),
+    and whether they are narrow (no texts, nothing nested)."""
+
+    schema: pl.Schema
+    plan: Plan
+    columns: list[str] | None
+    narrow: bool
+
+    def batch_rows(self, options: InputOptions) -> int:
+        if not self.narrow:
+            return options.batch_rows
+        dtypes = [self.schema[c] for c in self.columns or ()]
+        row_bytes = sum(8 if dtype.is_numeric() or dtype.is_temporal() or dtype == pl.Boolean else SHORT_TEXT_BYTES for dtype in dtypes) or 1
+        return min(NARROW_BATCH_ROWS, max(options.batch_rows, NARROW_BATCH_BYTES // row_bytes))
+
+    @property
+    def streamable(self) -> bool:
+        """Whether a streamed read (:mod:`arena_cli.io.streamed`) can take the file: narrow columns, and model
+        names and winner labels as text (an LMArena-style file)."""
+        if self.plan.dialect != "arena" or not self.narrow:
+            return False
+        return all(self.schema[self.plan.columns[f]] == pl.String for f in ("model_a", "model_b", "outcome"))
+
+
+def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> LeanParquet:
+    """What a lean read wanting ``columns`` reads of a parquet file, decided from its schema alone."""
+    schema = parquet_schema(path)
+    plan = lean_plan(plan_for(list(schema), options, str(path)), columns)
+    if plan.dialect == "kaggle":
+        return LeanParquet(schema, plan, None, narrow=False)
+    read = [c for c in dict.fromkeys([*plan.columns.values(), *plan.extras]) if c in schema]
+    narrow = not set(TEXT_FIELDS) & set(plan.columns) and not any(schema[c].is_nested() for c in read)
+    return LeanParquet(schema, plan, read, narrow)
+
+
+class LeanIds:
+    """The ids a lean read saw. Without hashes it cannot tell a duplicate from a conflict, nor name id-less
+    votes, so a full read is needed whenever either could matter: an id seen twice, id-less votes in more
+    than one source (the same vote in two logs is one battle), or id-less votes next to ids that look like
+    content-hash ids."""
+
+    def __init__(self) -> None:
+        self.ids: list[pl.Series] = []
+        self.idless_sources: set[int] = set()  # by position: a file given twice is two sources
+
+    def add(self, source: int, ids: pl.Series) -> bool:
+        """Record the ids of a source's battles (null: none); False once a full read is needed."""
+        if ids.null_count():
+            self.idless_sources.add(source)
+            if len(self.idless_sources) > 1:
+                return False
+        self.ids.append(ids.drop_nulls())
+        return True
+
+    def settled(self) -> bool:
+        """Whether every id seen is settled without hashes (else a full read is needed)."""
+        ids = pl.concat(self.ids) if self.ids else pl.Series(dtype=pl.String)
+        if ids.is_duplicated().any():
+            return False
+        return not (self.idless_sources and ids.str.starts_with("sha-").any())

@@ -1,0 +1,194 @@
+"""Reading vote logs: the ingest stream (:func:`stream`, which feeds the store) and in-memory reads
+(:func:`read_sources`), by the fastest of three paths that gives the same battles.
+
+Flow per batch: a container reader (:mod:`arena_cli.io.readers`) gives rows; a dialect
+(:mod:`arena_cli.io.dialects`) maps source columns to the canonical fields; every row is validated
+(:mod:`arena_cli.io.canonical`); a full read then hashes contents and settles duplicates
+(:mod:`arena_cli.io.duplicates`), a lean one (:mod:`arena_cli.io.lean`) only checks that no id needs hashes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import polars as pl
+
+from arena_cli.io.canonical import align, canonicalize, raw_of
+from arena_cli.io.dialects import Plan, check_sources, container_for, plan_for
+from arena_cli.io.duplicates import NO_BATTLES, NO_OCCURRENCES, add_hashes, conflict_rows, seen_keys, split_duplicates
+from arena_cli.io.lean import IDENTITY, LeanIds, LeanParquet, lean_parquet, lean_plan, select_wanted
+from arena_cli.io.options import InputOptions
+from arena_cli.io.readers import read_batches
+from arena_cli.io.results import IngestResult, ReadPath, SourceSummary
+from arena_cli.io.streamed import read_streamed
+from arena_cli.schema import Frame, conform, empty_battles, empty_quarantine
+
+#: A row-wise map of battles (a fit's few values per battle from many columns), applied as they are read.
+MapBatch = Callable[[Frame], Frame]
+
+
+@dataclass(frozen=True)
+class ReadChoice:
+    """The read path for some sources, and what was learnt choosing it (each file's lean plan, for a streamed read)."""
+
+    path: ReadPath
+    leans: tuple[LeanParquet, ...] = ()
+
+
+def choose_read_path(paths: Sequence[Path], options: InputOptions, columns: Sequence[str] | None) -> ReadChoice:
+    """The fastest read path that can give the battles a caller wants, from the files' containers and (parquet)
+    schemas alone, no row read: a full read when ``columns`` is None or names an id or provenance column (only
+    hashes give them), a streamed read when every file is parquet of narrow columns with text names and labels,
+    else a lean batch read. A fast path that finds mid-way it cannot finish names the path to take instead."""
+    if columns is None or set(columns) & set(IDENTITY):
+        return ReadChoice(ReadPath.FULL)
+    if not paths or any(container_for(Path(path), options) != "parquet" for path in paths):
+        return ReadChoice(ReadPath.LEAN)
+    leans = tuple(lean_parquet(Path(path), options, columns) for path in paths)
+    if not all(lean.streamable for lean in leans):
+        return ReadChoice(ReadPath.LEAN)
+    return ReadChoice(ReadPath.STREAMED, leans)
+
+
+def read_sources(
+    paths: list[Path], options: InputOptions | None = None, columns: Sequence[str] | None = None,
+    map_batch: MapBatch | None = None,
+) -> IngestResult:
+    """Read vote logs in memory (no store): for one-shot use such as ``arena fit votes.jsonl``.
+
+    ``columns``: the canonical columns the caller needs. Unless they include an id or provenance column, the
+    read is *lean*: the same battles as a full read (every row validated, duplicates dropped), but hashes
+    are computed only when ids make them necessary, which is rare and then costs a second, full read. The
+    quarantined rows of a lean read of parquet show only the columns that were read.
+
+    ``map_batch``: a row-wise map of the battles; a lean read applies it batch by batch as the battles are read
+    (or within the streaming query, to a ``LazyFrame``), so only its result is ever held whole.
+    """
+    options = options or InputOptions()
+    map_batch = map_batch or _unchanged
+    labels = check_sources(paths, options)
+    choice = choose_read_path(paths, options, columns)
+    path = choice.path
+    if path is ReadPath.STREAMED and columns is not None:
+        streamed = read_streamed(paths, choice.leans, labels, columns, map_batch)
+        if isinstance(streamed, IngestResult):
+            return streamed
+        path = streamed
+    if path is ReadPath.LEAN and columns is not None:
+        lean = read_lean(paths, options, labels, columns, map_batch)
+        if isinstance(lean, IngestResult):
+            return lean
+    return read_full(paths, options, labels, columns, map_batch)
+
+
+def _unchanged(frame: Frame) -> Frame:
+    return frame
+
+
+def stream(paths: list[Path], options: InputOptions, seen: pl.DataFrame) -> Iterator[tuple[SourceSummary, pl.DataFrame, pl.DataFrame]]:
+    """The ingest stream: per batch, (summary so far, new canonical battles, quarantined rows).
+
+    ``seen`` is :func:`seen_keys` of the battles already stored; it grows as batches are accepted.
+    """
+    labels = check_sources(paths, options)
+    for path in paths:
+        occurrences = NO_OCCURRENCES
+        for summary, rows, accepted, rejected in _validated(Path(path), options, labels):
+            if rows is not None:
+                accepted, occurrences = add_hashes(accepted, occurrences)
+                accepted, duplicates, conflicts = split_duplicates(accepted, seen)
+                summary.duplicates += duplicates
+                conflicted = conflict_rows(conflicts, partial(raw_of, rows))
+                summary.quarantined.update(conflicted["reason"].to_list())
+                rejected = pl.concat([rejected, conflicted])
+                accepted = conform(accepted)
+                seen = pl.concat([seen, seen_keys(accepted)])
+                summary.stored += accepted.height
+            yield summary, accepted, rejected
+
+
+def read_full(
+    paths: list[Path], options: InputOptions, labels: dict[str, str], columns: Sequence[str] | None, map_batch: MapBatch
+) -> IngestResult:
+    """Every battle with its id and content hash; ``map_batch`` applied to them all once read."""
+    battles: list[pl.DataFrame] = []
+    quarantine: list[pl.DataFrame] = []
+    summaries: dict[str, SourceSummary] = {}
+    for summary, accepted, rejected in stream(paths, options, seen_keys(NO_BATTLES)):
+        summaries[summary.source] = summary
+        if accepted.height:
+            battles.append(accepted)
+        if rejected.height:
+            quarantine.append(rejected)
+    frame = pl.concat(battles, how="diagonal_relaxed") if battles else empty_battles()
+    mapped = map_batch(frame if columns is None else select_wanted(frame, columns))
+    return IngestResult(_collected(mapped), _quarantine(quarantine), list(summaries.values()))
+
+
+def read_lean(
+    paths: list[Path], options: InputOptions, labels: dict[str, str], columns: Sequence[str], map_batch: MapBatch
+) -> IngestResult | ReadPath:
+    """The battles' ``columns``, batch by batch through ``map_batch``, without hashes; or :attr:`ReadPath.FULL` as
+    soon as the ids seen need hashes to be settled (see :class:`LeanIds`)."""
+    lean_ids = LeanIds()
+    battles: list[Frame] = []
+    quarantine: list[pl.DataFrame] = []
+    summaries: dict[str, SourceSummary] = {}
+    for number, path in enumerate(paths):
+        for summary, rows, accepted, rejected in _validated(Path(path), options, labels, columns):
+            summaries[summary.source] = summary
+            if rows is not None:
+                if not lean_ids.add(number, accepted["battle_id"]):
+                    return ReadPath.FULL
+                summary.stored += accepted.height
+            battles.append(map_batch(select_wanted(conform(accepted) if rows is not None else empty_battles(), columns)))
+            if rejected.height:
+                quarantine.append(rejected)
+    if not lean_ids.settled():
+        return ReadPath.FULL
+    if not battles:  # no sources
+        battles.append(map_batch(select_wanted(empty_battles(), columns)))
+    frame = pl.concat([_collected(part) for part in battles], how="diagonal_relaxed")
+    return IngestResult(frame, _quarantine(quarantine), list(summaries.values()))
+
+
+def _validated(
+    path: Path, options: InputOptions, labels: dict[str, str], columns: Sequence[str] | None = None
+) -> Iterator[tuple[SourceSummary, pl.DataFrame | None, pl.DataFrame, pl.DataFrame]]:
+    """One source's batches, validated: (summary so far, the source rows or None for a batch of none, accepted
+    canonical battles, rejected rows). An empty source yields its (zero) summary once.
+
+    With ``columns`` (a lean read), only the source columns they and validation need are read (parquet)."""
+    summary = SourceSummary(str(path))
+    plan: Plan | None = None
+    batches = 0
+    fmt = container_for(path, options)
+    read_columns, batch_rows = None, options.batch_rows
+    if columns is not None and fmt == "parquet":
+        lean = lean_parquet(path, options, columns)
+        read_columns, batch_rows = lean.columns, lean.batch_rows(options)
+    for raw in read_batches(path, fmt, batch_rows, read_columns):
+        batches += 1
+        summary.rows_read += raw.frame.height + raw.rejected.height
+        summary.quarantined.update(raw.rejected["reason"].to_list())
+        if not raw.frame.height:
+            yield summary, None, pl.DataFrame(), raw.rejected
+            continue
+        plan = plan_for(raw.frame.columns, options, str(path), previous=plan)
+        rows = align(raw.frame, plan)
+        accepted, invalid = canonicalize(rows, plan if columns is None else lean_plan(plan, columns), labels, str(path))
+        summary.quarantined.update(invalid["reason"].to_list())
+        yield summary, rows, accepted, pl.concat([raw.rejected, invalid])
+    if not batches:
+        yield summary, None, pl.DataFrame(), empty_quarantine()
+
+
+def _collected(frame: Frame) -> pl.DataFrame:
+    return frame.collect() if isinstance(frame, pl.LazyFrame) else frame
+
+
+def _quarantine(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    return pl.concat(parts) if parts else empty_quarantine()

@@ -1,0 +1,87 @@
+"""A style fit from files reads each file once, whether the files carry their per-side counts or the counts
+come from their texts."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import polars as pl
+import pytest
+
+from arena_cli.features.registry import STYLE_GROUPS, VARIANTS, side_columns
+from arena_cli.io import reading
+from arena_cli.io.options import InputOptions, Source
+from arena_cli.models.design import Encoder
+from arena_cli.models.inputs import load_encoded_battles
+from arena_cli.models.options import FitOptions
+
+BOTH = FitOptions(style="both")
+COUNTS = [c for group in VARIANTS["both"] for f in STYLE_GROUPS[group] for c in side_columns(f)]
+
+
+def _votes(rows: int = 300) -> pl.DataFrame:
+    def turns(text: str) -> list[dict[str, str]]:
+        return [{"role": "user", "content": "q"}, {"role": "assistant", "content": text}]
+
+    return pl.DataFrame({
+        "model_a": ["abcd"[i % 4] for i in range(rows)],
+        "model_b": ["bcda"[i % 4] for i in range(rows)],
+        "winner": [("model_a", "model_b", "tie")[i % 3] for i in range(rows)],
+        "conversation_a": [turns("word " * (i % 30)) for i in range(rows)],
+        "conversation_b": [turns("# h\n" * (i % 5) + "- x\n" * (i % 3) + "**b** " * (i % 2)) for i in range(rows)],
+    })
+
+
+def _with_counts(votes: pl.DataFrame, gap_at: int | None = None) -> pl.DataFrame:
+    counts = {c: pl.int_range(pl.len()) % 7 + len(c) for c in COUNTS}  # not what the texts give
+    frame = votes.with_columns(**counts)
+    if gap_at is not None:
+        frame = frame.with_columns(pl.when(pl.int_range(pl.len()) == gap_at).then(None).otherwise(pl.col("tokens_b")).alias("tokens_b"))
+    return frame
+
+
+def _computed(path, options: InputOptions = InputOptions()) -> pl.DataFrame:
+    """What the fit encodes when every battle's counts come from its texts: read whole, then computed."""
+    from arena_cli.features import attach_features
+    from arena_cli.io.battles import load_battles
+
+    battles = load_battles(Source((path,), input=options), None, ["model_a", "model_b", "outcome", "conversation_a", "conversation_b"]).battles
+    keyed = battles.with_columns(pl.int_range(pl.len()).cast(pl.String).alias("battle_id"))
+    return Encoder(BOTH)(attach_features(keyed).drop("battle_id"))
+
+
+def _encoded(path, monkeypatch, options: InputOptions = InputOptions()) -> tuple[pl.DataFrame, Counter]:
+    reads: Counter = Counter()
+    read_batches = reading.read_batches
+    monkeypatch.setattr(reading, "read_batches", lambda path, *a, **k: reads.update([str(path)]) or read_batches(path, *a, **k))
+    loaded = load_encoded_battles(Source((path,), input=options), None, BOTH)
+    return pl.concat([part.lazy().collect() for part in loaded.battles.parts]), reads
+
+
+def test_a_parquet_file_of_texts_is_read_once_and_its_counts_computed(tmp_path, monkeypatch):
+    path = tmp_path / "texts.parquet"
+    _votes().write_parquet(path)
+    encoded, reads = _encoded(path, monkeypatch)
+    assert reads == {str(path): 1}
+    assert encoded.equals(_computed(path))
+
+
+def test_a_parquet_file_with_its_counts_is_read_once_and_they_are_used(tmp_path, monkeypatch):
+    path = tmp_path / "counts.parquet"
+    frame = _with_counts(_votes())
+    frame.write_parquet(path)
+    encoded, reads = _encoded(path, monkeypatch)
+    assert reads == {str(path): 1}
+    assert encoded.equals(Encoder(BOTH)(frame.rename({"winner": "outcome"})))
+
+
+@pytest.mark.parametrize("gap_at, reads_expected", [(10, 1), (250, 2)])
+def test_a_gap_in_the_counts_makes_every_battle_count_from_its_texts(tmp_path, monkeypatch, gap_at, reads_expected):
+    """As for a store: one battle without counts, and all are computed. Found in the first batch, the file is
+    still read once; found only after battles were mapped with their given counts, it is read again."""
+    path = tmp_path / "gap.jsonl"
+    _with_counts(_votes(), gap_at).write_ndjson(path)
+    options = InputOptions(batch_rows=100)
+    encoded, reads = _encoded(path, monkeypatch, options)
+    assert reads == {str(path): reads_expected}
+    assert encoded.equals(_computed(path, options))
