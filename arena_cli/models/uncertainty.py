@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from arena_cli.models.design import Cells, Design, credit_edges, mle_components, strongly_connected
+from arena_cli.models.options import Solver
 from arena_cli.models.solvers import Problem, Solution, gauge_fixed, newton, statsmodels_fit
 
 #: Convergence of a bootstrap round's Newton steps: the last full step is below 1e-3, so the round's error
@@ -198,7 +199,7 @@ class BootstrapJob:
     problems: tuple[Problem, ...]
     solutions: tuple[Solution, ...]
     resampler: Resampler
-    solver: str
+    solver: Solver
 
 
 _JOB: BootstrapJob | None = None
@@ -227,7 +228,7 @@ def _run_rounds(indices: Sequence[int]) -> list[list[np.ndarray]]:
             if not active.all():
                 pair_active = active[problem.design.pair_a] & active[problem.design.pair_b]
                 count = np.where(pair_active[problem.design.row_pair], count, 0.0)
-            if job.solver == "statsmodels":
+            if job.solver is Solver.statsmodels:
                 theta = statsmodels_fit(problem, count, active).theta
             else:
                 theta = newton(problem, count, theta0=theta0, terms0=solution.terms, active=active, tol=ROUND_TOL).theta
