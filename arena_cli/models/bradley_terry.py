@@ -93,7 +93,7 @@ def _solve(problem: Problem, battles: designs.Prepared, cells: designs.Cells, we
 
 def _ratings(fitted: _VariantFit, covariance: np.ndarray | None, draws: np.ndarray | None) -> Ratings:
     options, problem = fitted.options, fitted.problem
-    warnings = ()
+    warnings: tuple[str, ...] = ()
     if options.ridge and not problem.k and options.compat is None:
         warnings = ("--ridge penalises style coefficients; this fit has none, so it has no effect",)
     settings = {

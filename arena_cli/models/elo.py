@@ -59,7 +59,7 @@ class OnlineElo:
         ratings = self.ratings(battles.a, battles.b, score_a, battles.n_models)
         draws = None
         if options.ci is CIMethod.bootstrap:
-            draws = self.bootstrap(battles.a, battles.b, score_a, battles.n_models, options.rounds, options.seed, on_progress)
+            draws = self.bootstrap(battles.a, battles.b, score_a, battles.n_models, options.rounds, options.seed, options.workers, on_progress)
         per_point = np.log(self.base) / self.scale
         rated = Ratings(
             method="elo",
@@ -87,36 +87,72 @@ class OnlineElo:
 
     def bootstrap(
         self, a: np.ndarray, b: np.ndarray, score_a: np.ndarray, n_models: int, rounds: int, seed: int,
-        on_progress: Progress | None = None,
+        workers: int | None = None, on_progress: Progress | None = None,
     ) -> np.ndarray:
         """Ratings per round (rounds × models) on resamples of the votes, drawn with replacement in random order,
-        reproducible from ``(seed, round)``; NaN for a model with no vote in the round's resample.
+        reproducible from ``(seed, round)`` whatever the number of ``workers``; NaN for a model with no vote in
+        the round's resample."""
+        from arena_cli.models.uncertainty import available_cores
 
-        All rounds advance together, one vote of each per step, so each step is a few numpy operations on
-        arrays as long as the rounds."""
-        n = a.size
-        generators = [np.random.default_rng([seed, 2, r]) for r in range(rounds)]
-        rating = np.full(rounds * n_models, self.initial)
-        seen = np.zeros(rounds * n_models, dtype=bool)
-        offset = np.arange(rounds) * n_models
-        k, scale, base = self.k, self.scale, self.base
-        for start in range(0, n, BLOCK):
-            steps = min(BLOCK, n - start)
-            picks = np.stack([g.integers(0, n, steps) for g in generators], axis=1)  # (steps, rounds)
-            index_a, index_b, scores = a[picks] + offset, b[picks] + offset, score_a[picks]
-            seen[index_a.ravel()] = True
-            seen[index_b.ravel()] = True
-            for t in range(steps):
-                ia, ib, s = index_a[t], index_b[t], scores[t]
-                ra, rb = rating[ia], rating[ib]
-                ea = 1 / (1 + base ** ((rb - ra) / scale))
-                eb = 1 / (1 + base ** ((ra - rb) / scale))
-                rating[ia] = ra + k * (s - ea)
-                rating[ib] = rb + k * (1 - s - eb)
+        workers = min(workers or available_cores(), rounds)
+        groups = [range(start, rounds, workers) for start in range(workers)]
+        job = (self, a, b, score_a, n_models, seed)
+        if workers == 1:
+            draws = [_resampled_ratings(job, groups[0], on_progress)]
+        else:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+            with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method)) as pool:
+                draws = list(pool.map(_resampled_ratings, [job] * workers, groups))
             if on_progress:
-                on_progress(rounds * (start + steps) // n, rounds)
-        rating[~seen] = np.nan
-        return rating.reshape(rounds, n_models)
+                on_progress(rounds, rounds)
+        out = np.empty((rounds, n_models))
+        for group, group_draws in zip(groups, draws):
+            out[list(group)] = group_draws
+        return out
+
+
+def _resampled_ratings(
+    job: tuple[OnlineElo, np.ndarray, np.ndarray, np.ndarray, int, int], round_indices: range, on_progress: Progress | None = None,
+) -> np.ndarray:
+    """Online Elo on the resamples of ``round_indices`` (rounds × models).
+
+    The rounds advance together, one vote of each per step, so a step is a few numpy operations on arrays as
+    long as the rounds, in place. The update is FastChat's, written with e_b = 1 − e_a and base^x = e^(x·ln base)
+    (equal up to rounding): r_a += k·(s_a − e_a), r_b −= the same."""
+    elo, a, b, score_a, n_models, seed = job
+    rounds, n = len(round_indices), a.size
+    generators = [np.random.default_rng([seed, 2, r]) for r in round_indices]
+    rating = np.full(rounds * n_models, elo.initial)
+    seen = np.zeros(rounds * n_models, dtype=bool)
+    offset = np.arange(rounds) * n_models
+    per_point = np.log(elo.base) / elo.scale
+    ra, rb, step = np.empty(rounds), np.empty(rounds), np.empty(rounds)
+    for start in range(0, n, BLOCK):
+        steps = min(BLOCK, n - start)
+        picks = np.stack([g.integers(0, n, steps) for g in generators], axis=1)  # (steps, rounds)
+        index_a, index_b = a[picks] + offset, b[picks] + offset
+        scores = elo.k * score_a[picks]
+        seen[index_a.ravel()] = True
+        seen[index_b.ravel()] = True
+        for t in range(steps):
+            ia, ib = index_a[t], index_b[t]
+            np.take(rating, ia, out=ra)
+            np.take(rating, ib, out=rb)
+            np.subtract(rb, ra, out=step)
+            step *= per_point
+            np.exp(step, out=step)
+            step += 1.0
+            np.divide(-elo.k, step, out=step)  # −k·e_a
+            step += scores[t]                 # k·(s_a − e_a)
+            rating[ia] = ra + step
+            rating[ib] = rb - step
+        if on_progress:
+            on_progress(rounds * (start + steps) // n, rounds)
+    rating[~seen] = np.nan
+    return rating.reshape(rounds, n_models)
 
 
 def _check(variants: Mapping[str, ResolvedFitOptions], options: ResolvedFitOptions) -> None:

@@ -20,8 +20,9 @@ from arena_cli.models.result import COEF_DECIMALS, POINTS_PER_LOGIT, SCORE_OFFSE
 
 def fit(battles: designs.Battles, options: FitOptions = FitOptions(), *, on_progress: Progress | None = None) -> FitResult:
     """Fit one leaderboard. ``battles`` (a frame, or the parts of one) has ``model_a, model_b, outcome`` plus
-    the columns the style needs; lazy frames are read once, keeping only what the fit uses. Or battles
-    reduced as they were read (:func:`arena_cli.models.inputs.load_encoded_battles`)."""
+    the columns the style needs (and ``timestamp``, for a method that takes votes in order, when the battles
+    have one); lazy frames are read once, keeping only what the fit uses. Or battles reduced as they were
+    read (:func:`arena_cli.models.inputs.load_encoded_battles`). ``options.method`` picks the rating method."""
     return fit_variants(battles, {options.style: options.style}, options, on_progress=on_progress)[options.style]
 
 

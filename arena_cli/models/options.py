@@ -88,10 +88,10 @@ class FitOptions:
 
     def __post_init__(self) -> None:
         """Accept plain strings for the choices (``ci="sandwich"``), as the CLI's enums are str enums."""
-        choices: tuple[tuple[str, type[Enum]], ...] = (
+        enum_fields: tuple[tuple[str, type[Enum]], ...] = (
             ("ties", Ties), ("both_bad", BothBad), ("ci", CIMethod), ("solver", Solver), ("compat", Compat), ("method", Method),
         )
-        for name, kind in choices:
+        for name, kind in enum_fields:
             value = getattr(self, name)
             if value is not None and not isinstance(value, kind):
                 try:
