@@ -1,13 +1,17 @@
-"""The ranking engine as a library: Bradley-Terry (plain or style-controlled, ties as half wins or Davidson),
-exact Newton fits on sufficient statistics, sandwich and bootstrap intervals, rank intervals.
+"""The ranking engine as a library: rating methods behind one protocol — Bradley-Terry (plain or
+style-controlled, ties as half wins or Davidson; exact Newton fits on sufficient statistics, sandwich and
+bootstrap intervals) and online Elo (votes in order, bootstrap over votes) — with scores, intervals, ranks
+and rank intervals built the same way for every method.
 
     from arena_cli.models import FitOptions, fit
     result = fit(battles, FitOptions(style="both"))
     result.leaderboard, result.coefficients, result.settings
+    elo = fit(battles, FitOptions(method="elo"))
 
 Modules: ``options`` (FitOptions and its enums), ``design`` (battles -> arrays and sufficient statistics),
-``solvers`` (Newton, statsmodels reference), ``engine`` (fit, fit_variants), ``result`` (FitResult);
-uncertainty lives in ``arena_cli.models.uncertainty``. Names are loaded on first use, so importing the package (or
+``methods`` (the RatingMethod protocol, Ratings), ``bradley_terry`` and ``elo`` (the methods), ``solvers``
+(Newton, statsmodels reference), ``uncertainty`` (sandwich, bootstrap, rank intervals), ``engine`` (fit,
+fit_variants: the shared result side), ``result`` (FitResult). Names are loaded on first use, so importing the package (or
 ``arena_cli.models.options`` for a command's option enums) does not import numpy or polars.
 """
 
@@ -18,6 +22,7 @@ import importlib
 _EXPORTS = {
     "fit": "engine", "fit_variants": "engine",
     "FitOptions": "options", "Ties": "options", "BothBad": "options", "CIMethod": "options", "Solver": "options", "Compat": "options",
+    "Method": "options", "RatingMethod": "methods", "Ratings": "methods",
     "FitResult": "result", "predict_win_prob": "result", "LEADERBOARD_COLUMNS": "result",
 }
 

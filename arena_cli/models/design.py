@@ -36,10 +36,12 @@ class Exclusion:
 class Prepared:
     """Battles ready to fit: every model has a finite MLE, every row has its features.
 
-    Arrays are per row: a battle, or (plain fits without clusters) all battles of one ordered pair and
-    outcome, ``count`` of them — which is all a plain fit needs, and makes its preparation independent of the
-    number of votes. ``features`` is (k, rows), already transformed (and standardised unless
-    ``--no-normalize``); ``cluster`` holds integer cluster codes (or None).
+    Arrays are per row: a battle, or (plain fits without clusters, for a method that does not need vote
+    order) all battles of one ordered pair and outcome, ``count`` of them — which is all a plain fit needs,
+    and makes its preparation independent of the number of votes. ``features`` is (k, rows), already
+    transformed (and standardised unless ``--no-normalize``); ``cluster`` holds integer cluster codes (or None).
+    ``vote_order``: how the rows are ordered when they are one per vote in vote order (:data:`BY_TIMESTAMP`
+    or :data:`AS_READ`), None when their order means nothing.
     """
 
     models: tuple[str, ...]
@@ -52,6 +54,7 @@ class Prepared:
     cluster: np.ndarray | None
     excluded: tuple[Exclusion, ...]
     warnings: tuple[str, ...]
+    vote_order: str | None = None
 
     @property
     def n_battles(self) -> int:
@@ -175,7 +178,7 @@ def _outcome_expr(options: FitOptions) -> pl.Expr:
     tie = DROP if options.ties is Ties.drop else TIE
     both_bad = DROP if options.both_bad is BothBad.drop else tie
     mapping = {"model_a": A_WINS, "model_b": B_WINS, "tie": tie, "both_bad": both_bad, None: MISSING}
-    return lookup(pl.col("outcome").cast(pl.String), mapping, UNKNOWN, pl.Int8)
+    return lookup(pl.col("outcome").cast(pl.String), mapping, UNKNOWN, pl.Int8())
 
 
 @dataclass(frozen=True)
@@ -190,17 +193,42 @@ class Encoded:
 Battles = Frame | Sequence[Frame] | Encoded
 
 
+#: The battle column that orders votes for a method that needs their order.
+TIMESTAMP = "timestamp"
+#: ``Prepared.vote_order``: by timestamp (votes with equal timestamps, and any without one at the end, as read) ...
+BY_TIMESTAMP = "timestamp"
+#: ... or in the order they were read (files in the order given, rows in file order; a store's parts in order).
+AS_READ = "read order"
+
+
 class Encoder:
     """The per-battle values a fit with ``options`` uses, computed from a frame of battles in one polars pass:
-    model and outcome codes, the style terms (before standardisation), the cluster values.
+    model and outcome codes, the style terms (before standardisation), the cluster values, and the timestamp
+    when the rating method needs vote order (and the battles have one).
 
     Row-wise, so it can run on each part of a table, or on each batch as a file is read (or within a
     streaming query), and only its result is ever held whole, never the per-side counts the terms come from.
+    Row order is kept: the parts and batches, concatenated in the order read, are the votes in read order.
+
+    ``columns``: the battle columns it reads (besides the per-side counts of the style's feature groups, which
+    the loader computes or reads): a loader asks for these. ``TIMESTAMP`` is among them when the method needs
+    vote order; battles without it are taken in the order read.
     """
 
     def __init__(self, options: FitOptions):
+        from arena_cli.models.methods import rating_method
+
         self.options = options.resolved()
         self.terms = parse_style(self.options.style)
+        self.ordered = rating_method(self.options.method).needs_order
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        from arena_cli.features.registry import BY_NAME, STYLE_GROUPS
+
+        covariates = [t for t in self.terms if t not in STYLE_GROUPS and t not in BY_NAME]
+        cluster = [self.options.cluster] if self.options.cluster else []
+        return tuple(dict.fromkeys(["model_a", "model_b", "outcome", *cluster, *covariates, *([TIMESTAMP] if self.ordered else [])]))
 
     def __call__(self, frame: Frame) -> Frame:
         options = self.options
@@ -217,6 +245,7 @@ class Encoder:
             pl.col("model_b").cast(pl.String).cast(pl.Categorical).alias("_b"),
             _outcome_expr(options).alias("_outcome"),
             *([pl.col(options.cluster).alias("_cluster")] if options.cluster else []),
+            *([pl.col(TIMESTAMP).alias("_timestamp")] if self.ordered and TIMESTAMP in schema else []),
             *(value.alias(f"_style{i}") for i, value in enumerate(style)),
             *(check.alias(f"_unusable{i}") for i, check in enumerate(unusable)),
         )
@@ -233,13 +262,30 @@ class Encoder:
         return not missing or not encoded.select(pl.any_horizontal(missing).any()).item()
 
 
-def _encode(battles: Battles, options: FitOptions, terms: tuple[str, ...]):
-    """The battles' :class:`Encoder` values, part by part (unless encoded already), checked and as numpy arrays."""
+@dataclass(frozen=True)
+class _Encoded:
+    """The checked values of :func:`_encode`, one row per vote, or aggregated (``count`` votes per row)."""
+
+    models: list[str]
+    a: np.ndarray
+    b: np.ndarray
+    outcome: np.ndarray
+    count: np.ndarray
+    features: np.ndarray
+    cluster: np.ndarray | None
+    vote_order: str | None
+
+
+def _encode(battles: Battles, encode: Encoder) -> _Encoded:
+    """The battles' :class:`Encoder` values, part by part (unless encoded already), checked and as numpy arrays;
+    in vote order when the encoder keeps it, else aggregated by ordered pair and outcome when nothing else
+    (style terms, clusters) is per battle."""
+    options, terms = encode.options, encode.terms
+    raw: list[Frame] | None
     if isinstance(battles, Encoded):
         raw, encoded_parts = None, list(battles.parts)
     else:
         raw = [battles] if isinstance(battles, (pl.DataFrame, pl.LazyFrame)) else list(battles)
-        encode = Encoder(options)
         encoded_parts = [encode(part.lazy()) for part in raw]
     if not encoded_parts:
         raise NoDataError("no battles to fit")
@@ -248,6 +294,12 @@ def _encode(battles: Battles, options: FitOptions, terms: tuple[str, ...]):
     encoded = pl.concat([part.lazy().collect(engine="streaming") for part in encoded_parts], how="vertical_relaxed", rechunk=False)
     if encoded.height == 0:
         raise NoDataError("no battles left after filtering")
+    vote_order = None
+    if encode.ordered:
+        vote_order = AS_READ
+        if "_timestamp" in encoded.columns and encoded["_timestamp"].null_count() < encoded.height:
+            encoded = encoded.sort("_timestamp", nulls_last=True, maintain_order=True)
+            vote_order = BY_TIMESTAMP
     outcome = encoded["_outcome"].to_numpy()
     if encoded["_a"].null_count() or encoded["_b"].null_count() or (outcome == MISSING).any():
         raise InputError("some battles have no model_a, model_b or outcome")
@@ -265,14 +317,14 @@ def _encode(battles: Battles, options: FitOptions, terms: tuple[str, ...]):
             f"{int((outcome == UNKNOWN).sum())} battle(s) have an unknown outcome {labels}; expected model_a, model_b, tie, both_bad"
         )
     names, (a, b) = _model_codes(encoded["_a"], encoded["_b"])
-    if not terms and not options.cluster:
+    if not terms and not options.cluster and vote_order is None:
         a, b, outcome, count = _aggregate(a, b, outcome, len(names))
-        return names, a, b, outcome, count, np.zeros((0, a.size)), None
+        return _Encoded(names, a, b, outcome, count, np.zeros((0, a.size)), None, None)
     # (battles, k) in column-major order is the (k, battles) row-major array the solvers use, in one copy
     styled = [f"_style{i}" for i in range(len(terms))]
     X = np.require(encoded.select(styled).to_numpy().T, requirements=["C", "W"]) if terms else np.zeros((0, encoded.height))
     cluster = _alone_clusters(encoded["_cluster"].rank("dense").fill_null(0).cast(pl.Int64).to_numpy()) if options.cluster else None
-    return names, a, b, outcome, np.ones(a.size), X, cluster
+    return _Encoded(names, a, b, outcome, np.ones(a.size), X, cluster, vote_order)
 
 
 def _model_codes(*columns: pl.Series) -> tuple[list[str], list[np.ndarray]]:
@@ -307,10 +359,14 @@ def _aggregate(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int,
 
 
 def prepare(battles: Battles, options: FitOptions) -> Prepared:
-    """Validate, encode and filter battles; exclude models without a finite MLE (with the reason)."""
-    options = options.resolved()
-    terms = parse_style(options.style)
-    names, a, b, outcome, count, X, cluster = _encode(battles, options, terms)
+    """Validate, encode and filter battles; exclude models below ``min_battles`` and, when the rating method
+    needs it, models without a finite MLE (with the reason). Rows stay in vote order when the method needs it."""
+    from arena_cli.models.methods import rating_method
+
+    encoder = Encoder(options)
+    options, terms = encoder.options, encoder.terms
+    encoded = _encode(battles, encoder)
+    names, a, b, outcome, count, X, cluster = encoded.models, encoded.a, encoded.b, encoded.outcome, encoded.count, encoded.features, encoded.cluster
     warnings: list[str] = []
 
     counted = outcome != DROP
@@ -325,9 +381,12 @@ def prepare(battles: Battles, options: FitOptions) -> Prepared:
         raise NoDataError("no battles left to fit (after dropping ties / both_bad / self-battles / missing features)")
 
     # which models to keep is decided on the counts per pair and outcome of the battles kept so far
-    summary = _aggregate(a, b, np.where(keep, outcome, UNKNOWN), len(names), count)
-    counted_rows = summary[2] != UNKNOWN
-    kept, excluded = _exclude_models(names, *(column[counted_rows] for column in summary), options.min_battles)
+    pair_a, pair_b, pair_outcome, pair_count = _aggregate(a, b, np.where(keep, outcome, UNKNOWN), len(names), count)
+    counted_rows = pair_outcome != UNKNOWN
+    kept, excluded = _exclude_models(
+        names, pair_a[counted_rows], pair_b[counted_rows], pair_outcome[counted_rows], pair_count[counted_rows],
+        options.min_battles, finite_mle=rating_method(options.method).needs_strong_connection,
+    )
     for e in excluded:
         warnings.append(f"{e.model} ({e.battles} battle(s)) excluded: {e.reason}")
     keep_rows = keep & kept[a] & kept[b] if excluded else keep
@@ -350,7 +409,7 @@ def prepare(battles: Battles, options: FitOptions) -> Prepared:
         cluster = np.unique(cluster[keep_rows], return_inverse=True)[1]
     return Prepared(
         models=tuple(names), a=a, b=b, outcome=outcome.astype(np.int8), count=count, features=X, feature_names=tuple(feature_names),
-        cluster=cluster, excluded=tuple(excluded), warnings=tuple(warnings),
+        cluster=cluster, excluded=tuple(excluded), warnings=tuple(warnings), vote_order=encoded.vote_order,
     )
 
 
@@ -456,10 +515,11 @@ def mle_components(edges: np.ndarray, n_models: int, involved: np.ndarray) -> tu
 
 
 def _exclude_models(
-    models: list[str], a: np.ndarray, b: np.ndarray, outcome: np.ndarray, count: np.ndarray, min_battles: int
+    models: list[str], a: np.ndarray, b: np.ndarray, outcome: np.ndarray, count: np.ndarray, min_battles: int, *, finite_mle: bool = True
 ) -> tuple[np.ndarray, list[Exclusion]]:
-    """Drop models below ``min_battles`` and models without a finite MLE from the battles (rows of ``count``
-    battles each), repeating until neither remains; returns the models left with battles, and the others."""
+    """Drop models below ``min_battles`` and (``finite_mle``) models without a finite MLE from the battles (rows
+    of ``count`` battles each), repeating until neither remains; returns the models left with battles, and the
+    others."""
     n = len(models)
     keep = np.ones(a.size, dtype=bool)
     excluded: list[Exclusion] = []
@@ -471,6 +531,8 @@ def _exclude_models(
             excluded += [Exclusion(models[i], int(battles[i]), f"fewer than {min_battles} battles (--min-battles)") for i in np.flatnonzero(few)]
             keep &= ~few[a] & ~few[b]
             continue
+        if not finite_mle:
+            return involved, excluded
         edges = credit_edges(a[keep], b[keep], outcome[keep], n)
         if strongly_connected(edges, n, involved):
             return involved, excluded

@@ -43,10 +43,18 @@ class Compat(str, Enum):
     arena_rank = "arena-rank"
 
 
+class Method(str, Enum):
+    """The rating method (:mod:`arena_cli.models.methods`)."""
+
+    bradley_terry = "bradley-terry"  # Bradley-Terry maximum likelihood (Davidson with --ties davidson), style covariates
+    elo = "elo"                      # FastChat's online Elo over the votes in order, bootstrap over votes
+
+
 #: The default style-control variants of ``arena diff`` and ``arena report``, as in LMArena's style-control post.
 DEFAULT_VARIANTS = "none,length,markdown,both"
 #: Highlights: models entering or leaving the K highest scores.
 DEFAULT_TOP_K = 10
+
 #: Default seed: output is byte-identical across runs unless ``--seed`` changes.
 DEFAULT_SEED = 42
 #: Models with fewer battles than this (after filters) are excluded, with a warning.
@@ -81,10 +89,14 @@ class FitOptions:
     cluster: str | None = None
     solver: Solver = Solver.newton
     workers: int | None = None
+    method: Method = Method.bradley_terry
 
     def __post_init__(self) -> None:
         """Accept plain strings for the choices (``ci="sandwich"``), as the CLI's enums are str enums."""
-        for name, kind in (("ties", Ties), ("both_bad", BothBad), ("ci", CIMethod), ("solver", Solver), ("compat", Compat)):
+        enum_fields: tuple[tuple[str, type[Enum]], ...] = (
+            ("ties", Ties), ("both_bad", BothBad), ("ci", CIMethod), ("solver", Solver), ("compat", Compat), ("method", Method),
+        )
+        for name, kind in enum_fields:
             value = getattr(self, name)
             if value is not None and not isinstance(value, kind):
                 try:
@@ -95,17 +107,23 @@ class FitOptions:
         if self.anchor is not None:
             object.__setattr__(self, "anchor", (str(self.anchor[0]), float(self.anchor[1])))
 
-    def resolved(self) -> FitOptions:
+    def resolved(self) -> ResolvedFitOptions:
         """Concrete values for every ``None`` field, from the compat preset or the plain defaults."""
         styled = parse_style(self.style) != ()
         if self.compat is Compat.arena_rank:
             # arena-rank 0.1.1: BradleyTerry (no reweighting, no penalty) for plain fits; ContextualBradleyTerry
             # (reweighted, reg=1.0 on the mean log-likelihood) with style; sandwich intervals; every model kept.
-            preset = {"reweight": styled, "ridge": 1.0 if styled else 0.0, "ci": CIMethod.sandwich, "min_battles": 1}
+            reweight, ridge, ci, min_battles = styled, 1.0 if styled else 0.0, CIMethod.sandwich, 1
         else:
-            preset = {"reweight": False, "ridge": 0.0, "ci": CIMethod.bootstrap, "min_battles": DEFAULT_MIN_BATTLES}
-        filled = {k: v for k, v in preset.items() if getattr(self, k) is None}
-        out = dataclasses.replace(self, **filled)
+            reweight, ridge, ci, min_battles = False, 0.0, CIMethod.bootstrap, DEFAULT_MIN_BATTLES
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(FitOptions)}
+        out = ResolvedFitOptions(**{
+            **fields,
+            "reweight": reweight if self.reweight is None else self.reweight,
+            "ridge": ridge if self.ridge is None else self.ridge,
+            "ci": ci if self.ci is None else self.ci,
+            "min_battles": min_battles if self.min_battles is None else self.min_battles,
+        })
         out.validate()
         return out
 
@@ -122,6 +140,16 @@ class FitOptions:
             raise InputError(f"--workers {self.workers}: must be at least 1")
         if self.seed < 0:
             raise InputError(f"--seed {self.seed}: must be >= 0")
+
+
+@dataclass(frozen=True)
+class ResolvedFitOptions(FitOptions):
+    """:class:`FitOptions` with the preset-dependent fields filled in (:meth:`FitOptions.resolved`)."""
+
+    reweight: bool = False
+    ridge: float = 0.0
+    min_battles: int = DEFAULT_MIN_BATTLES
+    ci: CIMethod = CIMethod.bootstrap
 
 
 def parse_style(style: str) -> tuple[str, ...]:

@@ -153,6 +153,7 @@ class Problem:
         if self.k:
             out[self.M : self.M + self.k] = self.design.X @ w_d
         if self.davidson:
+            assert w_t is not None, "a Davidson problem has a tie term"
             out[-1] = w_t.sum()
         return out
 
@@ -183,6 +184,7 @@ class Problem:
             out[M : M + k, :M] = cross.T
             out[M : M + k, M : M + k] = gram
         if self.davidson:
+            assert w_dt is not None and w_tt is not None, "a Davidson problem has tie terms"
             bt = self._model_sums(w_dt)
             out[:M, -1] = out[-1, :M] = bt
             if k:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from arena_cli.models.design import Cells, Design, credit_edges, mle_components, strongly_connected
+from arena_cli.models.options import Solver
 from arena_cli.models.solvers import Problem, Solution, gauge_fixed, newton, statsmodels_fit
 
 #: Convergence of a bootstrap round's Newton steps: the last full step is below 1e-3, so the round's error
@@ -53,11 +54,11 @@ def sandwich(
         factor = cw * weight
         sd, st = terms.s_d, terms.s_t
         B = problem.matrix(factor * sd * sd, *((factor * sd * st, factor * st * st) if problem.davidson else ()))
-        centring = None if arena_rank else np.outer(total, total) / n
+        centring = None if total is None else np.outer(total, total) / n
     else:
         S = _cluster_scores(problem, terms, cw, cluster)
         B = np.asarray((S.T @ S).todense())
-        if not arena_rank:
+        if total is not None:
             share = np.bincount(cluster, count, minlength=S.shape[0]) / n
             shared = np.asarray(S.T @ share).ravel()
             centring = np.outer(total, shared) + np.outer(shared, total) - float(share @ share) * np.outer(total, total)
@@ -117,21 +118,22 @@ class Resampler:
     def n_battles(self) -> int:
         return int(round(self.cells.size.sum()))
 
-    def prepare_spread(self) -> None:
-        """Index battles by cell (done once, before workers fork, so they share it). Needs one row per battle,
-        as designs that are not aggregated have."""
+    def prepare_spread(self) -> tuple[np.ndarray, np.ndarray]:
+        """Index battles by cell (done once, before workers fork, so they share it): the battles in cell order,
+        and where each cell starts among them. Needs one row per battle, as designs that are not aggregated have."""
         if self.n_battles != self.cells.of_battle.size:
             raise ValueError("battle-level resamples need one row per battle")
-        if self._order is None:
+        if self._order is None or self._starts is None:
             self._order = np.argsort(self.cells.of_battle, kind="stable")
             self._starts = np.concatenate([[0], np.cumsum(self.cells.size[:-1])]).astype(np.int64)
+        return self._order, self._starts
 
     def spread(self, cell_totals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Per-battle counts: each cell's count spread uniformly over the cell's battles."""
-        self.prepare_spread()
+        order, starts = self.prepare_spread()
         cell = np.repeat(np.arange(cell_totals.size), cell_totals.astype(np.int64))
         offset = (rng.random(cell.size) * self.cells.size[cell]).astype(np.int64)
-        picks = self._order[self._starts[cell] + offset]
+        picks = order[starts[cell] + offset]
         return np.bincount(picks, minlength=self.n_battles).astype(np.float64)
 
     def draw(self, round_index: int) -> Sample:
@@ -141,8 +143,8 @@ class Resampler:
             return Sample(self, rng, totals, None)
         G = int(self.cluster.max()) + 1
         per_cluster = rng.multinomial(G, np.full(G, 1.0 / G)).astype(np.float64)
-        totals = np.bincount(self.cells.of_battle, per_cluster[self.cluster], minlength=self.cells.n_cells)
-        return Sample(self, rng, totals, per_cluster)
+        cluster_totals = np.bincount(self.cells.of_battle, per_cluster[self.cluster], minlength=self.cells.n_cells)
+        return Sample(self, rng, cluster_totals, per_cluster)
 
 
 @dataclass
@@ -166,7 +168,7 @@ class Sample:
     def row_counts(self, design: Design) -> np.ndarray:
         if not design.aggregated:
             return self.per_battle()
-        if design.row_cluster is None:
+        if design.row_cluster is None or self.per_cluster is None:
             return self.cell_totals[design.row_cell]
         return design.row_count * self.per_cluster[design.row_cluster]
 
@@ -198,7 +200,7 @@ class BootstrapJob:
     problems: tuple[Problem, ...]
     solutions: tuple[Solution, ...]
     resampler: Resampler
-    solver: str
+    solver: Solver
 
 
 _JOB: BootstrapJob | None = None
@@ -215,6 +217,7 @@ def _install(job: BootstrapJob) -> None:
 def _run_rounds(indices: Sequence[int]) -> list[list[np.ndarray]]:
     """Fit every problem on each round's resample; θ per (round, problem), inactive models filled."""
     job = _JOB
+    assert job is not None, "_install runs before any round"
     out = []
     for index in indices:
         sample = job.resampler.draw(index)
@@ -227,7 +230,7 @@ def _run_rounds(indices: Sequence[int]) -> list[list[np.ndarray]]:
             if not active.all():
                 pair_active = active[problem.design.pair_a] & active[problem.design.pair_b]
                 count = np.where(pair_active[problem.design.row_pair], count, 0.0)
-            if job.solver == "statsmodels":
+            if job.solver is Solver.statsmodels:
                 theta = statsmodels_fit(problem, count, active).theta
             else:
                 theta = newton(problem, count, theta0=theta0, terms0=solution.terms, active=active, tol=ROUND_TOL).theta
