@@ -47,9 +47,9 @@ def features_command(
         features = _update_store(store, recipe.value, encoding, workers, lock_wait, export=output_format is not None or output is not None)
         if features is None:
             return
-    from arena_cli.features.registry import FEATURE_VERSION
+    from arena_cli.features.registry import feature_versions
 
-    meta["feature_version"] = FEATURE_VERSION
+    meta["feature_versions"] = feature_versions()
     emit(Document("features", (Table("features", features, "Style features per battle", {c: 4 for c in features.columns if "density" in c}),), meta=meta), output_format, output)
 
 
@@ -89,8 +89,7 @@ def _features_of_sources(sources: list[Path], store: Path | None, recipe: str, e
 def _update_store(store: Path | None, recipe: str, encoding: str, workers: int | None, lock_wait: float, export: bool):
     from arena_cli.console import info, progress
     from arena_cli.features import update_store_features
-    from arena_cli.features.cache import FEATURE_COLUMNS
-    from arena_cli.features.registry import feature_key
+    from arena_cli.features.cache import read_store_features
     from arena_cli.io.store import Store
 
     opened = Store.open(store)
@@ -103,4 +102,4 @@ def _update_store(store: Path | None, recipe: str, encoding: str, workers: int |
     info(summary.message())
     if not export:
         return None
-    return opened.read(feature_key(recipe, summary.encoding), ["battle_id", *FEATURE_COLUMNS])
+    return read_store_features(opened, recipe, summary.encoding)
