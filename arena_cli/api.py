@@ -395,9 +395,9 @@ def compute_features(
 
 
 def _feature_versions() -> dict[str, Any]:
-    from arena_cli.features.registry import FEATURE_VERSION
+    from arena_cli.features.registry import feature_versions
 
-    return {"feature_version": FEATURE_VERSION}
+    return {"feature_versions": feature_versions()}
 
 
 def update_features(
@@ -428,17 +428,14 @@ def update_features(
 
 def stored_features(store: str | os.PathLike[str] | None = None, *, features: FeatureOptions | None = None) -> FeatureTable:
     """The features cached in a store for a recipe and encoding (what ``arena features -o`` exports)."""
-    from arena_cli.features.cache import FEATURE_COLUMNS
-    from arena_cli.features.registry import feature_key
+    from arena_cli.features.cache import read_store_features
     from arena_cli.features.tokenizer import canonical_encoding
     from arena_cli.io.store import Store
 
     features = features or FeatureOptions()
     opened = Store.open(Source(store=Path(store) if store is not None else None).store_path)
     encoding = canonical_encoding(features.encoding)
-    table = opened.read(feature_key(features.recipe, encoding), ["battle_id", *FEATURE_COLUMNS])
-    if table is None:
-        raise NoDataError(f"store {opened.root} has no features for {features.recipe}/{encoding}: run `arena features` first")
+    table = read_store_features(opened, features.recipe, encoding)
     settings = {"recipe": features.recipe, "encoding": encoding, **_feature_versions()}
     return FeatureTable(table, settings=settings, inputs={"files": [], "store": str(opened.root)})
 

@@ -1,4 +1,5 @@
-"""Features cached in the store: incremental updates, one table per (recipe, encoding, version), attach_features."""
+"""Features cached in the store: incremental updates, one table per family and version, the older one-table layout,
+attach_features."""
 
 from __future__ import annotations
 
@@ -8,11 +9,16 @@ import polars as pl
 import pytest
 
 from arena_cli.errors import NoDataError
-from arena_cli.features import attach_features, compute_features, feature_sources, update_store_features
+from arena_cli.features import attach_features, compute_features, feature_sources, read_store_features, update_store_features
+from arena_cli.features import families, registry
 from arena_cli.features.cache import FEATURE_COLUMNS, pending_battles
-from arena_cli.features.registry import feature_key
+from arena_cli.features.registry import Family, Feature, feature_columns
 from arena_cli.io.ingest import ingest_to_store
 from arena_cli.io.store import Store
+
+
+def table(family: str, recipe: str = "default", encoding: str = "cl100k_base") -> str:
+    return next(f for f in registry.FAMILIES if f.name == family).key(recipe, encoding)
 
 
 def vote(i: int, answer_a: str | None, answer_b: str | None, **extra) -> dict:
@@ -44,26 +50,32 @@ def store(tmp_path):
 def test_update_is_incremental(store, tmp_path):
     first = update_store_features(store, "default")
     assert (first.battles, first.computed, first.from_text, first.from_metadata, first.without) == (22, 22, 20, 1, 1)
-    assert store.rows(feature_key("default", "cl100k_base")) == 22
+    assert first.families == ("tokens", "markdown", "structure")
+    assert first.tables == ("features/tokens-cl100k_base-v1", "features/markdown-default-v1", "features/structure-v1")
+    assert all(store.rows(t) == 22 for t in first.tables)
     again = update_store_features(store, "default")
     assert again.computed == 0 and again.cached_before == 22 and "nothing to do" in again.message()
-    # another recipe is another cache; new battles are the only ones computed
-    assert update_store_features(store, "lmarena").computed == 22
+    # another recipe recomputes the markdown counts only; new battles are the only ones computed
+    other = update_store_features(store, "lmarena")
+    assert (other.computed, other.families) == (22, ("markdown",))
+    assert store.rows(table("markdown", "lmarena")) == 22 and store.rows(table("tokens")) == 22
     more = tmp_path / "more.jsonl"
     write_votes(more, [vote(i, "**new**", "x") for i in range(22, 25)])
     ingest_to_store(store, [more])
     assert pending_battles(store, "default").height == 3
     update = update_store_features(store, "default")
     assert (update.computed, update.cached_before) == (3, 22)
-    assert store.rows(feature_key("default", "cl100k_base")) == 25
+    assert all(store.rows(t) == 25 for t in update.tables)
 
 
 def test_cached_features_equal_computed_ones(store):
     update_store_features(Store.open(store.root), "lmarena")
     store.refresh()  # another Store object published the features
-    cached = store.read(feature_key("lmarena", "cl100k_base")).sort("battle_id")
+    cached = read_store_features(store, "lmarena").sort("battle_id")
     direct = compute_features(store.read("battles"), "lmarena").sort("battle_id")
-    assert cached.drop("content_hash").equals(direct)
+    assert cached.equals(direct)
+    markdown = store.read(table("markdown", "lmarena")).sort("battle_id")
+    assert markdown.drop("content_hash").equals(compute_features(store.read("battles"), "lmarena", families=["markdown"]).sort("battle_id"))
     metadata_row = cached.filter(pl.col("battle_id") == "q20").row(0, named=True)
     assert (metadata_row["tokens_a"], metadata_row["h2_a"], metadata_row["unordered_b"], metadata_row["feature_source"]) == (12, 2, 4, "conv_metadata")
 
@@ -71,7 +83,8 @@ def test_cached_features_equal_computed_ones(store):
 def test_feature_sources_report(store):
     update_store_features(store, "default")
     report = feature_sources(store)
-    assert report.to_dicts() == [{"feature_set": "default-cl100k_base-v1", "battles": 22, "from_text": 20, "from_metadata": 1, "without_features": 1}]
+    counts = {"battles": 22, "from_text": 20, "from_metadata": 1, "without_features": 1}
+    assert report.to_dicts() == [{"feature_set": name, **counts} for name in ("markdown-default-v1", "structure-v1", "tokens-cl100k_base-v1")]
 
 
 def test_a_failed_run_leaves_the_store_unchanged(store, monkeypatch):
@@ -89,7 +102,7 @@ def test_a_failed_run_leaves_the_store_unchanged(store, monkeypatch):
 
 def test_attach_features_uses_the_cache_and_computes_the_rest(store):
     update_store_features(store, "default")
-    key = feature_key("default", "cl100k_base")
+    key = table("markdown")
     # a cached value the computation would not give proves the cache is used
     cached = store.read(key).with_columns(pl.lit(-1, dtype=pl.Int64).alias("h6_a"))
     with store.write() as tx:
@@ -121,3 +134,55 @@ def test_an_unknown_encoding_never_names_a_cache(store):
     with pytest.raises(EncodingUnavailableError):
         update_store_features(store, "default", "cl100k_bsae")
     assert not [t for t in store.tables() if t.startswith("features/")]
+
+
+def test_a_store_in_the_one_table_layout_is_read_not_recomputed(store, monkeypatch):
+    """Stores written before families had their own tables: ``features/<recipe>-<encoding>-v1`` holds every
+    feature; it serves as version 1 of each family whose columns it has."""
+    battles = store.read("battles")
+    old = compute_features(battles, "default").insert_column(1, battles["content_hash"])
+    old = old.with_columns(pl.lit(-7, dtype=pl.Int64).alias("tokens_a"))  # a value no computation gives
+    with store.write() as tx:
+        tx.add("features/default-cl100k_base-v1", old)
+    calls = []
+    count_tokens = families.count_tokens
+    monkeypatch.setattr(families, "count_tokens", lambda texts, *args: calls.append(len(texts)) or count_tokens(texts, *args))
+
+    assert pending_battles(store, "default").height == 0
+    assert update_store_features(store, "default").computed == 0
+    attached = attach_features(store.read("battles", ["battle_id", "content_hash", "model_a"]), store=store)
+    assert set(attached.filter(pl.col("feature_source") == "text")["tokens_a"]) == {-7}
+    densities_a = ["header_density_a", "list_density_a", "bold_density_a"]  # derived from the cached tokens_a
+    read = read_store_features(store, "default").sort("battle_id")
+    assert read.drop(densities_a).equals(old.drop("content_hash", *densities_a).sort("battle_id"))
+    # another recipe: the markdown counts only; the tokens still come from the old table
+    lmarena = update_store_features(store, "lmarena")
+    assert (lmarena.computed, lmarena.families) == (22, ("markdown",))
+    assert calls == [] and "features/default-cl100k_base-v1" in store.tables()
+
+
+def count_words(answers) -> pl.DataFrame:
+    return answers.joined.fill_null("").str.count_matches(r"\w+").cast(pl.Int64).to_frame("words")
+
+
+def test_a_new_family_is_computed_alone_and_never_recomputes_tokens(store, monkeypatch):
+    update_store_features(store, "default")
+    calls = []
+    count_tokens = families.count_tokens
+    monkeypatch.setattr(families, "count_tokens", lambda texts, *args: calls.append(len(texts)) or count_tokens(texts, *args))
+    words = Family("words", (Feature("words", "words of the answers", "toy"),), count_words)
+    monkeypatch.setattr(registry, "FAMILIES", (*registry.FAMILIES, words))
+
+    update = update_store_features(store, "default")
+    assert (update.computed, update.cached_before, update.families) == (22, 0, ("words",))
+    assert store.rows("features/words-v1") == 22 and update.tables[-1] == "features/words-v1"
+    assert update_store_features(store, "default").computed == 0
+    attached = attach_features(store.read("battles", ["battle_id", "content_hash", "model_a"]), store=store)
+    assert [c for c in attached.columns if c.startswith("words")] == ["words_a", "words_b"]
+    row = attached.filter(pl.col("battle_id") == "q3").row(0, named=True)
+    assert (row["words_a"], row["words_b"]) == (3, 3)  # "# Answer 3\n- item", "plain plain plain "
+    assert attached.filter(pl.col("battle_id") == "q20")["words_a"].to_list() == [None]  # conv_metadata has no words
+    assert calls == []
+    # without a cache, the family is computed with all the others
+    direct = compute_features(store.read("battles"), "default")
+    assert direct.columns == ["battle_id", *feature_columns([*registry.FEATURE_NAMES, "words"]), "feature_source"]

@@ -119,3 +119,49 @@ def test_frames_without_conversation_columns_and_empty_frames():
 def test_unknown_recipe():
     with pytest.raises(InputError, match="unknown recipe"):
         compute_features(battles([]), recipe="fastchat")
+
+
+def test_a_subset_of_families_is_computed_with_what_it_needs():
+    frame = battles([{"battle_id": "x", "conversation_a": conversation(ANSWER), "conversation_b": conversation("hi")},
+                     {"battle_id": "meta", "meta_tokens_a": 5, "meta_h1_a": 1}])
+    whole = compute_features(frame)
+    densities = compute_features(frame, families=["densities"])  # from tokens and markdown, not output
+    assert densities.columns == ["battle_id", *feature_columns(["header_density", "list_density", "bold_density"]), "feature_source"]
+    assert densities.equals(whole.select(densities.columns))
+    structure = compute_features(frame, families=["structure"])
+    assert structure.equals(whole.select("battle_id", *feature_columns(STRUCTURE_FEATURES), "feature_source"))
+    with pytest.raises(InputError, match="unknown feature families"):
+        compute_features(frame, families=["hedging"])
+
+
+def test_the_registry_is_checked():
+    from arena_cli.features.registry import FAMILIES, Family, Feature, check_families
+
+    assert check_families(FAMILIES) == FAMILIES
+    tokens, _, _, densities = FAMILIES
+    toy = Feature("toy", "a toy", "toy")
+    for families in ((*FAMILIES, tokens), (densities, *FAMILIES[:3]), (*FAMILIES, Family("default", (toy,), tokens.compute)),
+                     (*FAMILIES, Family("toy", (toy, tokens.features[0]), tokens.compute))):
+        with pytest.raises(ValueError):
+            check_families(families)
+
+
+def test_a_family_must_return_one_row_per_answer(monkeypatch):
+    from arena_cli.features import registry
+
+    broken = registry.Family("broken", (registry.Feature("broken", "one row whatever the answers", "toy"),), lambda answers: pl.DataFrame({"broken": [1]}))
+    monkeypatch.setattr(registry, "FAMILIES", (*registry.FAMILIES, broken))
+    frame = battles([{"battle_id": str(i), "conversation_a": conversation("a"), "conversation_b": conversation("b")} for i in range(3)])
+    with pytest.raises(RuntimeError, match="one row per answer"):
+        compute_features(frame)
+
+
+def test_the_registry_is_light_and_names_lmarenas_counts():
+    import subprocess
+    import sys
+
+    from arena_cli.schema import META_COUNTS
+
+    assert LMARENA_FEATURES == META_COUNTS
+    code = "import sys, arena_cli.features.registry; print('polars' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

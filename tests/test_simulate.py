@@ -18,11 +18,11 @@ from typer.testing import CliRunner
 
 from arena_cli.cli import app
 from arena_cli.errors import InputError
-from arena_cli.features.registry import STYLE_GROUPS
 from arena_cli.schema import META_COUNTS
 from arena_cli.simulate import (
     DEFAULT_STYLE_COEFFICIENTS,
     ELO_PER_LOGIT,
+    STYLE_GROUPS,
     simulate,
     style_design,
     write_simulation,
@@ -279,7 +279,9 @@ def test_style_coefficients_and_bad_arguments():
     assert sim.truth["style"]["coefficients"] == {**DEFAULT_STYLE_COEFFICIENTS, "length": 0.0}
     names = simulate(200, 30, seed=3, texts=False).truth["models"]
     assert len({m["model"] for m in names}) == 30
-    for kwargs in ({"n_battles": 0}, {"n_models": 1}, {"tie_share": 1.5}, {"style_coefficients": {"color": 1.0}}):
+    bad = ({"n_battles": 0}, {"n_models": 1}, {"tie_share": 1.5}, {"style_coefficients": {"color": 1.0}}, {"tie_model": "bt"},
+           {"tie_model": "davidson", "nu": 0.0}, {"n_judges": 0}, {"judge_sd": -1.0}, {"verbosity": 0.0})
+    for kwargs in bad:
         with pytest.raises(InputError):
             simulate(**{"n_battles": 10, "n_models": 3, **kwargs})
 
@@ -309,3 +311,34 @@ def test_cli_help_states_the_library_defaults():
     result = CliRunner().invoke(app, ["simulate", "--help"], terminal_width=200)
     text = " ".join(result.output.split())
     assert all(f"{group}={value:g}" in text for group, value in DEFAULT_STYLE_COEFFICIENTS.items())
+
+
+def test_a_style_group_added_to_the_fit_changes_nothing_here(monkeypatch):
+    """The simulator draws LMArena's four groups, whatever groups the fit's registry knows."""
+    from arena_cli.features import registry
+
+    before = simulate(300, 5, seed=3, texts=False)
+    monkeypatch.setattr(registry, "STYLE_GROUPS", {**registry.STYLE_GROUPS, "hedging": ("hedges",)})
+    after = simulate(300, 5, seed=3, texts=False)
+    assert after.battles.equals(before.battles) and after.truth == before.truth
+    assert list(after.truth["style"]["groups"]) == ["length", "header", "list", "bold"]
+
+
+def test_outcome_options_change_the_outcomes_only():
+    base = simulate(20_000, 6, seed=4, texts=False)
+    same = ["question_id", "model_a", "model_b", "judge", "conv_metadata"]
+    davidson = simulate(20_000, 6, seed=4, texts=False, tie_model="davidson", nu=0.6)
+    assert davidson.battles.select(same).equals(base.battles.select(same))
+    assert davidson.truth["outcome"]["nu"] == 0.6 and "nu" not in base.truth["outcome"]
+    # Davidson: an even match draws with probability nu / (2 + nu) = 0.23, a lopsided one less often
+    assert 0.15 < davidson.battles["winner"].is_in(["tie", "both_bad"]).mean() < 0.23
+    judged = simulate(20_000, 6, seed=4, texts=False, n_judges=25, judge_sd=0.5)
+    assert judged.battles.select(same[:3]).equals(base.battles.select(same[:3]))
+    assert judged.battles["judge"].n_unique() <= 25 and judged.truth["outcome"]["judge_sd"] == 0.5
+    assert not judged.battles["winner"].equals(base.battles["winner"])
+
+
+def test_verbosity_sizes_the_answers():
+    long = simulate(60, 4, seed=2, verbosity=1500.0).features()
+    short = simulate(60, 4, seed=2).features()
+    assert 800 < long["tokens_a"].median() < 3000 and short["tokens_a"].median() < 300

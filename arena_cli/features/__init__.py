@@ -1,7 +1,8 @@
 """Style features of responses (token length, markdown counts) for style control.
 
-``registry`` lists every feature and the style groups and variants the fit uses; ``compute`` computes them
-for a frame of battles; ``cache`` keeps them in the store and joins them onto battles.
+``registry`` lists the feature families, their features, and the style groups and variants the fit uses;
+``families`` holds their compute functions, over a batch of ``answers``; ``compute`` computes them for a frame
+of battles; ``cache`` keeps each family in the store and joins them onto battles.
 
 The functions below load on first use, so importing the light ``registry`` (the CLI does, for its option
 choices) does not import polars.
@@ -14,6 +15,7 @@ _EXPORTS = {
     "feature_sources": "cache",
     "update_store_features": "cache",
     "FeatureUpdate": "cache",
+    "read_store_features": "cache",
     "compute_features": "compute",
 }
 

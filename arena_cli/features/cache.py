@@ -1,53 +1,77 @@
-"""Features cached in the store, one table per (recipe, encoding, feature version), updated incrementally.
+"""Features cached in the store, one table per feature family and version, updated incrementally.
+
+Layout: each family the registry stores (``Family.stored``: every family computed from texts) has its own table
+``features/<family>[-<recipe>][-<encoding>]-v<version>``, where the recipe and the encoding appear only if the
+family's values depend on them::
+
+    features/tokens-cl100k_base-v1      tokens (any recipe)
+    features/markdown-default-v1        LMArena's markdown counts under the default recipe (any encoding)
+    features/structure-v1               code blocks, tables, links, emoji (any recipe, any encoding)
+
+with columns ``battle_id``, ``content_hash``, the family's ``<feature>_a`` / ``<feature>_b`` and
+``feature_source``. So another recipe recomputes only the markdown counts, another encoding only the tokens,
+and a new family or a family's new version only that family. Derived families (the densities) are not stored:
+they are computed from the stored ones whenever features are read.
 
 A cached row is keyed by ``battle_id`` and ``content_hash``: features are computed once per battle content,
-and a battle whose features exist for the key is never recomputed. Each store part of battles is processed
-and published on its own (an atomic ``store.write()``), so an interrupted run keeps the parts it finished
-and memory stays bounded by one part's texts, whatever the size of the store.
+and a battle whose family features exist for the key is never recomputed. Each store part of battles is
+processed and published on its own (an atomic ``store.write()``), so an interrupted run keeps the parts it
+finished and memory stays bounded by one part's texts, whatever the size of the store.
+
+Stores written before families had their own tables hold every feature of a (recipe, encoding) in one table
+``features/<recipe>-<encoding>-v1``. Such a table is read, never rewritten, as the version-1 values of each
+family whose columns it has (the tokens of any recipe, the markdown counts of its recipe, ...).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
 from arena_cli.errors import NoDataError
-from arena_cli.features.compute import SOURCE_METADATA, SOURCE_TEXT, check_recipe, compute_features
-from arena_cli.features.registry import FEATURE_VERSION, feature_columns, feature_key
+from arena_cli.features import registry
+from arena_cli.features.compute import SOURCE_METADATA, SOURCE_TEXT, compute_features, derive, features_schema
+from arena_cli.features.registry import Family, check_families, check_recipe, feature_columns
 from arena_cli.features.tokenizer import canonical_encoding, check_encoding
+from arena_cli.io.options import DEFAULT_ENCODING, DEFAULT_RECIPE, RECIPES
 from arena_cli.io.store import Store
 from arena_cli.schema import META_COLUMNS
 
 KEYS = ["battle_id", "content_hash"]
+#: Every feature column of the registry, then feature_source: the columns of a features frame after battle_id.
 FEATURE_COLUMNS = [*feature_columns(), "feature_source"]
 #: What feature computation reads of a battle.
 INPUT_COLUMNS = ["conversation_a", "conversation_b", *META_COLUMNS]
+#: The family version that the older one-table layout holds.
+LEGACY_VERSION = 1
 
 
 @dataclass(frozen=True)
 class FeatureUpdate:
     """What one ``update_store_features`` run did."""
 
-    table: str
+    tables: tuple[str, ...]    # the cache tables of this recipe and encoding, one per stored family
     recipe: str
     encoding: str
-    battles: int          # battles in the store
-    cached_before: int    # battles that already had features for this key
-    computed: int         # battles computed by this run
-    from_text: int        # ... of which from their texts
-    from_metadata: int    # ... from LMArena's conv_metadata (no texts)
-    without: int          # ... with neither texts nor metadata (features null)
+    battles: int               # battles in the store
+    cached_before: int         # battles that already had every family's features for this key
+    computed: int              # battles computed by this run (some of their families, or all)
+    from_text: int             # ... of which from their texts
+    from_metadata: int         # ... from LMArena's conv_metadata (no texts)
+    without: int               # ... with neither texts nor metadata (features null)
+    families: tuple[str, ...]  # the families computed for some battle
     seconds: float
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def message(self) -> str:
-        what = f"{self.recipe} recipe, {self.encoding}, v{FEATURE_VERSION}"
+        what = f"{self.recipe} recipe, {self.encoding}"
         if self.computed == 0:
             return f"features up to date: {self.battles:,} battles ({what}); nothing to do"
         parts = [f"{self.from_text:,} from texts"]
@@ -55,41 +79,113 @@ class FeatureUpdate:
             parts.append(f"{self.from_metadata:,} from conv_metadata")
         if self.without:
             parts.append(f"{self.without:,} without texts or metadata")
-        return (f"computed features of {self.computed:,} battles ({', '.join(parts)}) in {self.seconds:.1f} s; "
-                f"{self.cached_before:,} were already cached ({what})")
+        return (f"computed features of {self.computed:,} battles ({', '.join(parts)}) in {self.seconds:.1f} s, "
+                f"families {', '.join(self.families)}; {self.cached_before:,} were already cached ({what})")
 
 
 def _open(store: Store | Path | str) -> Store:
     return store if isinstance(store, Store) else Store.open(store)
 
 
-def _source_counts(features: pl.DataFrame) -> tuple[int, int, int]:
-    source = features["feature_source"]
-    return int((source == SOURCE_TEXT).sum()), int((source == SOURCE_METADATA).sum()), int(source.is_null().sum())
+def _stored() -> tuple[Family, ...]:
+    return tuple(f for f in check_families(registry.FAMILIES) if f.stored)
 
 
-def pending_battles(store: Store, recipe: str = "default", encoding: str = "cl100k_base") -> pl.DataFrame:
-    """Keys of the store's battles that have no cached features for (recipe, encoding)."""
+def _family_columns(family: Family) -> list[str]:
+    return [*feature_columns(family.names), "feature_source"]
+
+
+def _legacy_tables(store: Store) -> list[tuple[str, str, str]]:
+    """The store's tables of the one-table layout, ``features/<recipe>-<encoding>-v1``: (table, recipe, encoding)."""
+    found = []
+    for table in store.tables():
+        recipe, _, rest = table.removeprefix("features/").partition("-")
+        encoding, _, version = rest.rpartition("-v")
+        if table.startswith("features/") and recipe in RECIPES and version == str(LEGACY_VERSION):
+            found.append((table, recipe, encoding))
+    return found
+
+
+def _sources(store: Store, family: Family, recipe: str, encoding: str) -> list[str]:
+    """The tables holding the family's features for (recipe, encoding): its own, and older-layout ones."""
+    tables = [family.key(recipe, encoding)]
+    if family.version == LEGACY_VERSION:
+        columns = set(_family_columns(family))
+        for table, old_recipe, old_encoding in _legacy_tables(store):
+            if family.recipe and old_recipe != recipe or family.encoding and old_encoding != encoding:
+                continue
+            scan = store.scan(table)
+            if scan is not None and columns <= set(scan.collect_schema().names()):
+                tables.append(table)
+    return tables
+
+
+def _cached(store: Store, family: Family, recipe: str, encoding: str, keys: list[str]) -> pl.LazyFrame | None:
+    """The family's cached rows (keys, its columns, feature_source), one per key; None when nothing is cached."""
+    columns = [*keys, *_family_columns(family)]
+    scans = [scan for table in _sources(store, family, recipe, encoding) if (scan := store.scan(table, columns)) is not None]
+    if len(scans) <= 1:
+        return scans[0] if scans else None
+    return pl.concat(scans, how="diagonal_relaxed").unique(keys, keep="first", maintain_order=True)
+
+
+def _flag_missing(battles: pl.LazyFrame, cached: dict[str, pl.LazyFrame | None], keys: list[str]) -> pl.LazyFrame:
+    """``battles`` (unique keys) with a boolean column per family of ``cached``: whether the battle has none."""
+    for name, rows in cached.items():
+        if rows is None:
+            battles = battles.with_columns(pl.lit(True).alias(name))
+        else:
+            present = rows.select(keys).with_columns(pl.lit(False).alias(name))
+            battles = battles.join(present, on=keys, how="left").with_columns(pl.col(name).fill_null(True))
+    return battles
+
+
+def _compute_missing(
+    inputs: pl.DataFrame, families: Sequence[Family], keys: list[str], recipe: str, encoding: str,
+    workers: int | None, on_batch: Callable[[int], None] | None = None,
+) -> tuple[dict[str, pl.DataFrame], pl.Series]:
+    """Features of the battles of ``inputs`` for the families each misses (its boolean column per family):
+    per family, rows of keys, the family's columns and feature_source; and the source of every battle."""
+    names = [f.name for f in families]
+    computed: dict[str, list[pl.DataFrame]] = {name: [] for name in names}
+    sources = []
+    for flags, group in inputs.group_by(names, maintain_order=True):
+        chosen = [name for name, missing in zip(names, flags) if missing]
+        features = compute_features(group.drop(names), recipe, encoding, workers, on_batch, families=chosen)
+        features = pl.concat([group.select(keys), features.drop("battle_id")], how="horizontal")
+        sources.append(features["feature_source"])
+        for family in families:
+            if family.name in chosen:
+                computed[family.name].append(features.select(*keys, *_family_columns(family)))
+    source = pl.concat(sources) if sources else pl.Series("feature_source", [], dtype=pl.String)
+    return {name: pl.concat(frames) for name, frames in computed.items() if frames}, source
+
+
+def pending_battles(store: Store, recipe: str = DEFAULT_RECIPE, encoding: str = DEFAULT_ENCODING) -> pl.DataFrame:
+    """Keys of the store's battles that miss the cached features of some family for (recipe, encoding), with a
+    boolean column per stored family: whether the battle misses it."""
     battles = store.scan("battles", KEYS)
     if battles is None:
         raise NoDataError(f"store {store.root} has no battles yet")
-    cached = store.scan(feature_key(recipe, canonical_encoding(encoding)), KEYS)
-    if cached is not None:
-        battles = battles.join(cached, on=KEYS, how="anti")
-    return battles.unique(KEYS).collect()
+    encoding = canonical_encoding(encoding)
+    families = _stored()
+    cached = {f.name: _cached(store, f, recipe, encoding, KEYS) for f in families}
+    flagged = _flag_missing(battles.unique(KEYS), cached, KEYS)
+    return flagged.filter(pl.any_horizontal(f.name for f in families)).collect()
 
 
 def update_store_features(
     store: Store | Path | str,
-    recipe: str = "default",
-    encoding: str = "cl100k_base",
+    recipe: str = DEFAULT_RECIPE,
+    encoding: str = DEFAULT_ENCODING,
     *,
     workers: int | None = None,
     lock_wait: float = 60.0,
     on_batch: Callable[[int], None] | None = None,
     on_start: Callable[[int], None] | None = None,
 ) -> FeatureUpdate:
-    """Compute and store the features of every battle that has none for (recipe, encoding, version).
+    """Compute and store, family by family, the features of every battle that has none for (recipe, encoding,
+    the family's version).
 
     ``on_start`` gets the number of battles to compute, ``on_batch`` the number done after each batch.
     """
@@ -97,88 +193,119 @@ def update_store_features(
     check_encoding(encoding)
     store = _open(store)
     encoding = canonical_encoding(encoding)
-    table = feature_key(recipe, encoding)
+    families = _stored()
+    names = [f.name for f in families]
     start = time.perf_counter()
     total = store.rows("battles")
     pending = pending_battles(store, recipe, encoding)
     if on_start:
         on_start(pending.height)
     text = metadata = without = 0
+    done: set[str] = set()
     if pending.height:
         for part in store.parts("battles"):
             scan = pl.scan_parquet(part)
             present = set(scan.collect_schema().names())
             battles = (
                 scan.select([c for c in [*KEYS, *INPUT_COLUMNS] if c in present])
-                .join(pending.lazy(), on=KEYS, how="semi")
+                .join(pending.lazy(), on=KEYS, how="inner")
                 .unique(KEYS, keep="first", maintain_order=True)
                 .collect()
             )
             if battles.height == 0:
                 continue
-            features = compute_features(battles, recipe, encoding, workers, on_batch=on_batch)
-            features = features.insert_column(1, battles["content_hash"])
-            counts = _source_counts(features)
+            computed, source = _compute_missing(battles, families, KEYS, recipe, encoding, workers, on_batch)
+            counts = int((source == SOURCE_TEXT).sum()), int((source == SOURCE_METADATA).sum()), int(source.is_null().sum())
             text, metadata, without = text + counts[0], metadata + counts[1], without + counts[2]
+            done.update(computed)
             with store.write(wait=lock_wait) as tx:
-                tx.add(table, features)
-                tx.log({"action": "features", "table": table, "battles": features.height,
-                        "from_text": counts[0], "from_metadata": counts[1], "without": counts[2]})
-    computed = text + metadata + without
-    return FeatureUpdate(table, recipe, encoding, total, total - pending.height, computed, text, metadata, without,
-                         time.perf_counter() - start)
+                for family in families:
+                    if family.name in computed:
+                        tx.add(family.key(recipe, encoding), computed[family.name])
+                tx.log({"action": "features", "tables": [f.key(recipe, encoding) for f in families if f.name in computed],
+                        "battles": source.len(), "from_text": counts[0], "from_metadata": counts[1], "without": counts[2]})
+    return FeatureUpdate(
+        tuple(f.key(recipe, encoding) for f in families), recipe, encoding, total, total - pending.height,
+        text + metadata + without, text, metadata, without, tuple(n for n in names if n in done), time.perf_counter() - start,
+    )
 
 
 def attach_features(
     battles: pl.DataFrame,
     *,
     store: Store | Path | str | None = None,
-    recipe: str = "default",
-    encoding: str = "cl100k_base",
+    recipe: str = DEFAULT_RECIPE,
+    encoding: str = DEFAULT_ENCODING,
     workers: int | None = None,
 ) -> pl.DataFrame:
     """``battles`` with every ``<name>_a``/``<name>_b`` feature column and ``feature_source`` joined.
 
-    With a store, cached features are used and the others computed in memory (the store is not written;
-    ``arena features`` fills the cache). Texts missing from ``battles`` (a frame loaded with few columns)
-    are read from the store. Battles with no texts use their ``meta_*`` counts when they have them.
+    With a store, cached features are used and, family by family, the others computed in memory (the store is
+    not written; ``arena features`` fills the cache). Texts missing from ``battles`` (a frame loaded with few
+    columns) are read from the store. Battles with no texts use their ``meta_*`` counts when they have them.
     """
     check_recipe(recipe)
     check_encoding(encoding)
     encoding = canonical_encoding(encoding)
-    base = battles.drop([c for c in FEATURE_COLUMNS if c in battles.columns])
+    families = check_families(registry.FAMILIES)
+    stored = [f for f in families if f.stored]
+    schema = features_schema(families)
+    columns = list(schema)[1:]
+    base = battles.drop([c for c in columns if c in battles.columns])
+    if base.height == 0:
+        return base.with_columns(pl.lit(None, schema[c]).alias(c) for c in columns)
     keys = KEYS if "content_hash" in base.columns else ["battle_id"]
     wanted = base.select(keys).unique()
     opened = _open(store) if store is not None else None
-    found: list[pl.DataFrame] = []
+    found: dict[str, pl.DataFrame] = {}
     if opened is not None:
-        cached = opened.scan(feature_key(recipe, encoding), [*keys, *FEATURE_COLUMNS])
-        if cached is not None:
-            found.append(cached.join(wanted.lazy(), on=keys, how="semi").unique(keys, keep="first").collect())
-    missing = wanted.join(found[0], on=keys, how="anti") if found else wanted
+        for family in stored:
+            cached = _cached(opened, family, recipe, encoding, keys)
+            if cached is not None:
+                found[family.name] = cached.join(wanted.lazy(), on=keys, how="semi").collect()
+    flagged = _flag_missing(wanted.lazy(), {f.name: found[f.name].lazy() if f.name in found else None for f in stored}, keys)
+    missing = flagged.filter(pl.any_horizontal(f.name for f in stored)).collect()
     if missing.height:
         inputs = base.join(missing, on=keys, how="semi").unique(keys, keep="first", maintain_order=True)
         has_texts = {"conversation_a", "conversation_b"} <= set(inputs.columns)
-        if opened is not None and not has_texts and opened.rows("battles"):
-            stored = opened.scan("battles", [*keys, *INPUT_COLUMNS]).join(missing.lazy(), on=keys, how="semi")
-            inputs = inputs.select(keys).join(stored.unique(keys, keep="first").collect(), on=keys, how="left", maintain_order="left")
-        computed = compute_features(inputs, recipe, encoding, workers)
-        found.append(pl.concat([inputs.select(keys), computed.drop("battle_id")], how="horizontal"))
-    features = pl.concat(found, how="vertical_relaxed") if found else None
-    if features is None:
-        return base
-    return base.join(features.select(*keys, *FEATURE_COLUMNS), on=keys, how="left", maintain_order="left")
+        stored_texts = opened.scan("battles", [*keys, *INPUT_COLUMNS]) if opened is not None and not has_texts else None
+        if stored_texts is not None:
+            texts = stored_texts.join(missing.lazy(), on=keys, how="semi").unique(keys, keep="first").collect()
+            inputs = inputs.select(keys).join(texts, on=keys, how="left", maintain_order="left")
+        computed, _ = _compute_missing(inputs.join(missing, on=keys, how="left"), stored, keys, recipe, encoding, workers)
+        for name, rows in computed.items():
+            found[name] = pl.concat([found[name], rows], how="vertical_relaxed") if name in found else rows
+    features = wanted
+    for family in stored:
+        features = features.join(found[family.name].rename({"feature_source": f"source_{family.name}"}), on=keys, how="left")
+    features = features.with_columns(pl.coalesce(f"source_{f.name}" for f in stored).alias("feature_source"))
+    features = derive(features, families, recipe, encoding).select(*keys, *(pl.col(c).cast(schema[c]) for c in columns))
+    return base.join(features, on=keys, how="left", maintain_order="left")
+
+
+def read_store_features(store: Store | Path | str, recipe: str = DEFAULT_RECIPE, encoding: str = DEFAULT_ENCODING) -> pl.DataFrame:
+    """``battle_id`` and every feature column of each battle of the store, from its cache (what is missing is
+    computed in memory, as :func:`attach_features` does)."""
+    store = _open(store)
+    battles = store.scan("battles", KEYS)
+    if battles is None:
+        raise NoDataError(f"store {store.root} has no battles yet")
+    keys = battles.unique(KEYS, keep="first", maintain_order=True).collect()
+    return attach_features(keys, store=store, recipe=recipe, encoding=encoding).drop("content_hash")
 
 
 def feature_sources(store: Store | Path | str) -> pl.DataFrame:
-    """Per cached feature set of the store: how many battles' features came from texts, from LMArena's
+    """Per cached feature table of the store: how many battles' features came from texts, from LMArena's
     conv_metadata, or from neither (for ``arena info``)."""
     store = _open(store)
     rows = []
     for table in store.tables():
         if not table.startswith("features/"):
             continue
-        source = store.read(table, ["feature_source"])["feature_source"]
+        frame = store.read(table, ["feature_source"])
+        if frame is None:
+            continue
+        source = frame["feature_source"]
         rows.append({
             "feature_set": table.removeprefix("features/"),
             "battles": source.len(),

@@ -1,59 +1,64 @@
 """Per-battle style features: a pure function of a frame of battles, so it can run on any partition.
 
-For each battle and side: tokens summed over the assistant turns (each turn tokenized on its own, as
-LMArena's ``sum_assistant_tokens``), markdown counts of the assistant turns joined with a newline under the
-chosen recipe, structural counts, and densities. A battle without any assistant text takes LMArena's
-precomputed ``meta_*`` counts when it has them (``feature_source`` says which).
+The features are those of the registry's families (``registry.FAMILIES``), computed family by family on each
+batch of battles (:class:`~arena_cli.features.answers.Answers`: side a's answers, then side b's). A battle
+without any assistant text takes LMArena's precomputed ``meta_<feature>_<side>`` counts for the features that
+have one, null for the others (``feature_source`` says which). Derived families (densities) are computed last,
+from the other families' values, for every battle.
 
-Speed: identical turns are tokenized once; tokenization runs in threads (tiktoken releases the GIL) while
-the main thread removes code blocks and polars counts the regexes on all cores.
+Speed: a batch's families run in threads (tiktoken and polars release the GIL), and the next batch is queued
+before the previous one is collected, so the tokenizer threads never wait for the markdown counting.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 
 import polars as pl
 
 from arena_cli.errors import InputError
-from arena_cli.features import markdown
-from arena_cli.features.registry import (
-    DENSITY_GROUPS,
-    FEATURES,
-    LMARENA_FEATURES,
-    RECIPES,
-    SIDES,
-    STRUCTURE_FEATURES,
-    STYLE_GROUPS,
-    feature_columns,
-)
-from arena_cli.features.tokenizer import check_encoding, count_tokens, load_encoding
+from arena_cli.features import registry
+from arena_cli.features.answers import Answers
+from arena_cli.features.registry import SIDES, Family, check_families, check_recipe, feature_columns
+from arena_cli.features.tokenizer import check_encoding
+from arena_cli.io.options import DEFAULT_ENCODING, DEFAULT_RECIPE
+from arena_cli.schema import META_COUNTS
 
 #: Battles per batch: bounds the memory of intermediate texts whatever the input size.
 BATCH_ROWS = 20_000
-#: Texts per tokenizer task.
-TOKEN_CHUNK = 256
 
 SOURCE_TEXT = "text"
 SOURCE_METADATA = "conv_metadata"
 
 
-def features_schema() -> dict[str, pl.DataType]:
-    """Columns of a features frame: battle_id, every ``<name>_<side>``, feature_source."""
-    kinds = {f.name: (pl.Int64() if f.is_count else pl.Float64()) for f in FEATURES}
+def plan(names: Iterable[str] | None = None) -> tuple[tuple[Family, ...], tuple[Family, ...]]:
+    """The registered families to compute for ``names`` (default: all), with those they need, in registry order;
+    and the families asked for."""
+    families = check_families(registry.FAMILIES)
+    if names is None:
+        return families, families
+    asked = set(names)
+    if unknown := asked - {f.name for f in families}:
+        raise InputError(f"unknown feature families {sorted(unknown)}; known: {', '.join(f.name for f in families)}")
+    needed = set(asked)
+    for family in reversed(families):
+        if family.name in needed:
+            needed.update(family.needs)
+    return tuple(f for f in families if f.name in needed), tuple(f for f in families if f.name in asked)
+
+
+def features_schema(families: Sequence[Family] | None = None) -> dict[str, pl.DataType]:
+    """Columns of a features frame: battle_id, every ``<name>_<side>`` of ``families`` (default: all
+    registered), feature_source."""
+    families = registry.FAMILIES if families is None else families
+    features = {f.name: f for family in families for f in family.features}
     schema: dict[str, pl.DataType] = {"battle_id": pl.String()}
-    schema.update({column: kinds[column[:-2]] for column in feature_columns()})
+    for column in feature_columns(features):
+        schema[column] = pl.Int64() if features[column[:-2]].is_count else pl.Float64()
     schema["feature_source"] = pl.String()
     return schema
-
-
-def check_recipe(recipe: str) -> str:
-    if recipe not in RECIPES:
-        raise InputError(f"unknown recipe {recipe!r}; expected one of: {', '.join(RECIPES)}")
-    return recipe
 
 
 def _assistant_turns(frame: pl.DataFrame, side: str) -> pl.Series:
@@ -67,75 +72,39 @@ def _assistant_turns(frame: pl.DataFrame, side: str) -> pl.Series:
     ).to_series()
 
 
-@dataclass
-class _Counting:
-    """A batch of text battles whose tokens are being counted by the pool, markdown counts already done."""
-
-    frame: pl.DataFrame      # __order, battle_id of the battles
-    flat: pl.DataFrame       # side, row, text: one row per assistant turn
-    unique: pl.DataFrame     # text: the distinct turns, in the order their counts come back
-    futures: list[Future]
-    counts: pl.DataFrame     # markdown and structure counts, side a rows then side b rows
-
-    def finish(self) -> pl.DataFrame:
-        """Wait for the token counts and assemble one row per battle with ``<name>_<side>`` columns."""
-        height = self.frame.height
-        token_counts = pl.Series("tokens", [n for f in self.futures for n in f.result()], dtype=pl.Int64)
-        per_turn = self.flat.join(self.unique.with_columns(token_counts), on="text", how="left")
-        tokens = per_turn.group_by("side", "row").agg(pl.col("tokens").sum())
-        index = pl.int_range(height, dtype=pl.UInt32, eager=True).alias("row")
-        sides = []
-        for i, side in enumerate(SIDES):
-            side_counts = self.counts.slice(i * height, height).with_columns(index)
-            side_tokens = tokens.filter(pl.col("side") == side).drop("side")
-            side_frame = side_counts.join(side_tokens, on="row", how="left").sort("row").with_columns(pl.col("tokens").fill_null(0))
-            sides.append(side_frame.select(pl.col(n).alias(f"{n}_{side}") for n in LMARENA_FEATURES + STRUCTURE_FEATURES))
-        return pl.concat([self.frame, *sides], how="horizontal").with_columns(pl.lit(SOURCE_TEXT).alias("feature_source"))
+def _run(family: Family, answers: Answers) -> pl.DataFrame:
+    """The family's features of ``answers``, checked: one row per answer, one column per feature, in order."""
+    values = family.compute(answers)
+    if values.height != answers.height or not set(family.names) <= set(values.columns):
+        raise RuntimeError(f"feature family {family.name!r} must return one row per answer with columns {list(family.names)}")
+    return values.select(family.names)
 
 
-def _start_counting(frame: pl.DataFrame, recipe: str, encoding, pool: Executor) -> _Counting:
-    """Queue the batch's distinct assistant turns on the tokenizer pool, then count markdown meanwhile."""
-    turns = {side: _assistant_turns(frame, side) for side in SIDES}
-    index = pl.int_range(frame.height, dtype=pl.UInt32, eager=True)
-    flat = pl.concat(
-        [pl.DataFrame({"side": side, "row": index, "text": turns[side]}).explode("text") for side in SIDES]
-    ).drop_nulls("text")
-    unique = flat.select(pl.col("text").unique(maintain_order=True))
-    texts = unique["text"].to_list()
-    futures = [pool.submit(count_tokens, texts[i:i + TOKEN_CHUNK], encoding) for i in range(0, len(texts), TOKEN_CHUNK)]
-
-    joined = pl.concat([turns[side].list.join("\n") for side in SIDES])
-    code_free, code_blocks = markdown.clean_fenced(joined)
-    recipe_text = markdown.clean_lmarena(joined) if recipe == "lmarena" else code_free
-    counts = pl.concat(
-        [markdown.markdown_counts(recipe_text), markdown.structure_counts(code_free), code_blocks.to_frame("code_blocks")],
+def _wide(values: pl.DataFrame, battles: int) -> pl.DataFrame:
+    """Per-answer values (side a's rows, then side b's) as per-battle ``<name>_<side>`` columns."""
+    return pl.concat(
+        [values.slice(i * battles, battles).rename({c: f"{c}_{side}" for c in values.columns}) for i, side in enumerate(SIDES)],
         how="horizontal",
     )
-    return _Counting(frame.select("__order", "battle_id"), flat, unique, futures, counts)
 
 
-def _metadata_features(frame: pl.DataFrame) -> pl.DataFrame:
-    """LMArena's precomputed counts (``meta_*``) as feature columns; structural ones are unknown (null)."""
-    columns = []
-    for side in SIDES:
-        for name in LMARENA_FEATURES:
-            meta = f"meta_{name}_{side}"
-            value = pl.col(meta) if meta in frame.columns else pl.lit(None)
-            columns.append(value.cast(pl.Int64).alias(f"{name}_{side}"))
-        columns.extend(pl.lit(None, dtype=pl.Int64).alias(f"{name}_{side}") for name in STRUCTURE_FEATURES)
-    names = [column.meta.output_name() for column in columns]
-    return frame.with_columns(columns).select(names)  # with_columns: literals take the frame's height
+def _long(features: pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
+    """Per-battle ``<name>_<side>`` columns as per-answer values (side a's rows, then side b's)."""
+    return pl.concat([features.select(pl.col(f"{n}_{side}").alias(n) for n in names) for side in SIDES])
 
 
-def _densities() -> list[pl.Expr]:
-    exprs = []
-    for side in SIDES:
-        tokens = pl.col(f"tokens_{side}")
-        for density, group in DENSITY_GROUPS.items():
-            total = pl.sum_horizontal(pl.col(f"{n}_{side}") for n in STYLE_GROUPS[group])
-            value = pl.when(tokens > 0).then(total / tokens).otherwise(0.0)
-            exprs.append(pl.when(tokens.is_null()).then(None).otherwise(value).alias(f"{density}_{side}"))
-    return exprs
+def derive(features: pl.DataFrame, families: Sequence[Family], recipe: str, encoding: str) -> pl.DataFrame:
+    """``features`` (per battle, ``<name>_<side>`` columns) with the columns of the derived ones of ``families``,
+    computed from the columns of the families they need (also in ``families``)."""
+    by_name = {f.name: f for f in families}
+    for family in families:
+        if family.stored:
+            continue
+        values = _long(features, [n for needed in family.needs for n in by_name[needed].names])
+        turns = pl.Series("turns", [None] * values.height, dtype=pl.List(pl.String))
+        derived = _run(family, Answers(turns, recipe, encoding, values=values))
+        features = pl.concat([features, _wide(derived, features.height)], how="horizontal")
+    return features
 
 
 def _has_text(frame: pl.DataFrame) -> pl.Series:
@@ -149,41 +118,60 @@ def _has_text(frame: pl.DataFrame) -> pl.Series:
     return frame.select(pl.any_horizontal(present).alias("has_text")).to_series()
 
 
-def _metadata_rows(frame: pl.DataFrame) -> pl.DataFrame:
-    """Battles without texts: their conv_metadata counts, or nulls."""
-    known = pl.any_horizontal(pl.col(f"{n}_{s}").is_not_null() for s in SIDES for n in LMARENA_FEATURES)
-    return pl.concat([frame.select("__order", "battle_id"), _metadata_features(frame)], how="horizontal").with_columns(
-        pl.when(known).then(pl.lit(SOURCE_METADATA)).otherwise(None).alias("feature_source")
-    )
+def _metadata_rows(frame: pl.DataFrame, families: Sequence[Family]) -> pl.DataFrame:
+    """Battles without texts: LMArena's precomputed ``meta_*`` counts for the features that have one, null for
+    the others; the source is ``conv_metadata`` when the battle has any such count."""
+    columns = []
+    for side in SIDES:
+        for feature in (f for family in families for f in family.features):
+            meta = f"meta_{feature.name}_{side}"
+            dtype = pl.Int64 if feature.is_count else pl.Float64
+            columns.append((pl.col(meta).cast(dtype) if meta in frame.columns else pl.lit(None, dtype)).alias(f"{feature.name}_{side}"))
+    present = [pl.col(c).is_not_null() for c in (f"meta_{n}_{s}" for s in SIDES for n in META_COUNTS) if c in frame.columns]
+    known = pl.any_horizontal(present) if present else pl.lit(False)
+    source = pl.when(known).then(pl.lit(SOURCE_METADATA)).otherwise(None).alias("feature_source")
+    return frame.with_columns(*columns, source).select("__order", "battle_id", *(c.meta.output_name() for c in columns), "feature_source")
 
 
-def _start_batch(batch: pl.DataFrame, recipe: str, encoding_name: str, pool: Executor) -> Callable[[], pl.DataFrame]:
-    """Queue a batch's token counts on the pool and count its markdown; the returned call finishes it."""
+def _start_batch(
+    batch: pl.DataFrame, families: Sequence[Family], schema: dict[str, pl.DataType], recipe: str, encoding: str,
+    pool: Executor, tokenizer: Executor,
+) -> Callable[[], pl.DataFrame]:
+    """Queue each family of a batch's texts on ``pool``; the returned call waits for them and finishes the batch."""
     batch = batch.with_row_index("__order")
     has_text = _has_text(batch)
     texts, rest = batch.filter(has_text), batch.filter(~has_text)
-    counting = None
+    stored = [f for f in families if f.stored]
+    futures = []
     if texts.height:
-        counting = _start_counting(texts, recipe, load_encoding(encoding_name), pool)
-    metadata = _metadata_rows(rest) if rest.height else None
+        answers = Answers(pl.concat([_assistant_turns(texts, side) for side in SIDES]), recipe, encoding, executor=tokenizer)
+        futures = [pool.submit(_run, family, answers) for family in stored]
 
     def finish() -> pl.DataFrame:
-        parts = [part for part in (counting.finish() if counting else None, metadata) if part is not None]
-        combined = pl.concat(parts, how="diagonal_relaxed").sort("__order").with_columns(_densities())
-        return combined.select(pl.col(c).cast(t) for c, t in features_schema().items())
+        parts = []
+        if texts.height:
+            values = _wide(pl.concat([future.result() for future in futures], how="horizontal"), texts.height)
+            parts.append(pl.concat([texts.select("__order", "battle_id"), values], how="horizontal")
+                         .with_columns(pl.lit(SOURCE_TEXT).alias("feature_source")))
+        if rest.height:
+            parts.append(_metadata_rows(rest, stored))
+        combined = derive(pl.concat(parts, how="diagonal_relaxed").sort("__order"), families, recipe, encoding)
+        return combined.select(pl.col(c).cast(t) for c, t in schema.items())
 
     return finish
 
 
 def compute_features(
     battles: pl.DataFrame,
-    recipe: str = "default",
-    encoding: str = "cl100k_base",
+    recipe: str = DEFAULT_RECIPE,
+    encoding: str = DEFAULT_ENCODING,
     workers: int | None = None,
     on_batch: Callable[[int], None] | None = None,
+    families: Iterable[str] | None = None,
 ) -> pl.DataFrame:
-    """Style features of ``battles``: ``battle_id``, ``<name>_a``/``<name>_b`` for every registered feature,
-    and ``feature_source`` ("text", "conv_metadata", or null when a battle has neither).
+    """Style features of ``battles``: ``battle_id``, ``<name>_a``/``<name>_b`` for every feature of the registered
+    ``families`` (default: all), and ``feature_source`` ("text", "conv_metadata", or null when a battle has
+    neither).
 
     A pure function of its rows (any partition of the battles gives the same rows). The encoding is loaded
     only if some battle has texts. ``workers``: tokenizer threads (default: all cores). ``on_batch`` is called
@@ -191,8 +179,10 @@ def compute_features(
     """
     check_recipe(recipe)
     check_encoding(encoding)
+    computed, wanted = plan(families)
+    schema = features_schema(wanted)
     if battles.height == 0:
-        return pl.DataFrame(schema=features_schema())
+        return pl.DataFrame(schema=schema)
     frames: list[pl.DataFrame] = []
 
     def collect(finish: Callable[[], pl.DataFrame]) -> None:
@@ -200,14 +190,15 @@ def compute_features(
         if on_batch:
             on_batch(frames[-1].height)
 
-    # Two batches in flight: a batch's turns are queued on the pool before the previous batch is awaited,
-    # so the tokenizer threads never wait for the main thread.
-    with ThreadPoolExecutor(workers or os.cpu_count() or 1) as pool:
+    # Two batches in flight: a batch's families are queued before the previous batch is awaited.
+    threads = 2 * sum(f.stored for f in computed)
+    with ThreadPoolExecutor(workers or os.cpu_count() or 1) as tokenizer, ThreadPoolExecutor(threads) as pool:
         previous = None
         for offset in range(0, battles.height, BATCH_ROWS):
-            started = _start_batch(battles.slice(offset, BATCH_ROWS), recipe, encoding, pool)
+            started = _start_batch(battles.slice(offset, BATCH_ROWS), computed, schema, recipe, encoding, pool, tokenizer)
             if previous is not None:
                 collect(previous)
             previous = started
-        collect(previous)
+        if previous is not None:
+            collect(previous)
     return pl.concat(frames)

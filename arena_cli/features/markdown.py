@@ -17,6 +17,9 @@ from functools import lru_cache
 
 import polars as pl
 
+from arena_cli.features.registry import check_recipe
+from arena_cli.io.options import DEFAULT_RECIPE
+
 HEADER_LEVELS = range(1, 7)
 MARKDOWN_COUNTS: tuple[str, ...] = (*(f"h{k}" for k in HEADER_LEVELS), "ordered", "unordered", "bold_star", "bold_underscore")
 
@@ -164,12 +167,10 @@ def structure_counts(texts: pl.Series) -> pl.DataFrame:
     )
 
 
-def count_markdown(texts: pl.Series | list[str], recipe: str = "default") -> pl.DataFrame:
+def count_markdown(texts: pl.Series | list[str], recipe: str = DEFAULT_RECIPE) -> pl.DataFrame:
     """Markdown counts of raw response texts under ``recipe`` (``default`` or ``lmarena``)."""
     texts = pl.Series("text", texts, dtype=pl.String) if not isinstance(texts, pl.Series) else texts
-    if recipe == "lmarena":
+    if check_recipe(recipe) == "lmarena":
         return markdown_counts(clean_lmarena(texts))
-    if recipe == "default":
-        return markdown_counts(clean_fenced(texts)[0])
-    raise ValueError(f"unknown recipe {recipe!r}")
+    return markdown_counts(clean_fenced(texts)[0])
 

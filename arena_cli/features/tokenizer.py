@@ -47,10 +47,10 @@ def _no_downloads() -> Iterator[None]:
 
     original = load.read_file
 
-    def guarded(address: str) -> bytes:
-        if "://" in address:
-            raise _OfflineFetch(address)
-        return original(address)
+    def guarded(blobpath: str) -> bytes:
+        if "://" in blobpath:
+            raise _OfflineFetch(blobpath)
+        return original(blobpath)
 
     with _guard_lock:
         load.read_file = guarded
