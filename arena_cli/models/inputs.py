@@ -149,7 +149,9 @@ def load_encoded_battles(
 ) -> Loaded[Encoded]:
     """The battles for ``fit(_, options)``, reduced to the values the fit uses as they are read (the
     :class:`~arena_cli.models.design.Encoder`): a one-shot fit of a large file never holds its per-side counts."""
-    from arena_cli.models.design import Encoded, Encoder
+    from arena_cli.models.design import TIMESTAMP, Encoded, Encoder
 
-    loaded = load_fit_battles(source, filters, [options.style], cluster=options.cluster, features=features, map_batch=Encoder(options))
+    encoder = Encoder(options)  # an order-dependent method (Elo) reads the votes' timestamps too
+    loaded = load_fit_battles(source, filters, [options.style], cluster=options.cluster, features=features,
+                              extra_columns=[TIMESTAMP] if encoder.ordered else [], map_batch=encoder)
     return Loaded(Encoded(loaded.battles), loaded.warnings)

@@ -85,7 +85,7 @@ def leaderboard_document(result: FitResult) -> Document:
         ),
     )
     intervals = "no intervals" if s.get("ci") == "none" else f"{s.get('confidence', 0.95):.0%} {s.get('ci')} intervals"
-    model_name = "Davidson" if s.get("method") == "davidson" else "Bradley-Terry"
+    model_name = {"davidson": "Davidson", "elo": "Online Elo"}.get(s.get("method", ""), "Bradley-Terry")
     heading = f"{model_name} fit of {s.get('n_battles', 0):,} battles among {s.get('n_models', 0)} models, {intervals}"
     return Document(kind="leaderboard", tables=tables, meta=meta(result), title=heading)
 
