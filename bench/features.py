@@ -3,7 +3,8 @@
     .venv/bin/python bench/features.py                 # 100k battles = 200k responses (default)
     .venv/bin/python bench/features.py --battles 20000 # quick run
 
-Measured in this one run, on the same generated battles (seeded, every response unique):
+Measured in this one run, on the same simulated battles (``arena_cli.simulate``, seeded; answers of a few hundred
+to a few thousand tokens; identical turns are rare):
   * arena-cli `compute_features` (lmarena and default recipes) at 1/4, 1/2 and all of the corpus (linearity),
     each in a fresh process, with its peak RSS;
   * the plain recipe as FastChat runs it: pandas ``.map`` of ``add_markdown_info.py``'s regexes and code
@@ -18,7 +19,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import random
 import re
 import resource
 import sys
@@ -33,87 +33,17 @@ COUNTS = ["h1", "h2", "h3", "h4", "h5", "h6", "ordered", "unordered", "bold_star
 
 # -- corpus ------------------------------------------------------------------------------------------------
 
-def _vocabulary(rng: random.Random) -> list[str]:
-    """English words with their natural frequencies (Python's own help texts), plus a few in other scripts."""
-    import pydoc_data.topics
-
-    words = re.findall(r"[A-Za-z]+", " ".join(pydoc_data.topics.topics.values()))
-    others = ["café", "naïve", "Straße", "数据", "模型", "данные", "модель", "نموذج", "モデル", "façade"]
-    return words + [rng.choice(others) for _ in range(len(words) // 50)]
-
-
-def _sentence(rng: random.Random, words: list[str]) -> str:
-    parts = rng.choices(words, k=rng.randint(6, 22))
-    roll = rng.random()
-    if roll < 0.15:
-        i = rng.randrange(len(parts))
-        parts[i] = f"**{parts[i]} {rng.choice(words)}**"
-    elif roll < 0.2:
-        i = rng.randrange(len(parts))
-        parts[i] = f"__{parts[i]}__"
-    elif roll < 0.25:
-        parts.append(f"[{rng.choice(words)}](https://example.org/{rng.choice(words)})")
-    elif roll < 0.27:
-        parts.append(rng.choice(["😀", "🚀", "✅", "👍🏽", "🇫🇷"]))
-    return " ".join(parts).capitalize() + rng.choice([".", ".", "!", "?", ":"])
-
-
-class _Writer:
-    """Composes markdown responses from pools of sentences and code lines (fast; responses stay unique)."""
-
-    def __init__(self, rng: random.Random):
-        self.rng = rng
-        words = _vocabulary(rng)
-        self.words = words
-        self.sentences = [_sentence(rng, words) for _ in range(50_000)]
-        self.code = [
-            "    " * rng.randint(0, 2) + " ".join(rng.choices(words, k=rng.randint(2, 8))) + rng.choice(["", "()", " = 1", ":"])
-            for _ in range(20_000)
-        ]
-
-    def block(self) -> str:
-        rng = self.rng
-        kind = rng.random()
-        if kind < 0.45:
-            return " ".join(rng.choices(self.sentences, k=rng.randint(1, 5)))
-        if kind < 0.55:
-            return "#" * rng.choice([1, 2, 2, 3, 3, 3, 4]) + " " + " ".join(rng.choices(self.words, k=rng.randint(1, 5)))
-        if kind < 0.68:
-            marker = rng.choice(["-", "*", "+"])
-            return "\n".join(f"{marker} {s}" for s in rng.choices(self.sentences, k=rng.randint(2, 6)))
-        if kind < 0.8:
-            return "\n".join(f"{i}. {s}" for i, s in enumerate(rng.choices(self.sentences, k=rng.randint(2, 7)), start=1))
-        if kind < 0.92:
-            body = "\n".join(rng.choices(self.code, k=rng.randint(3, 15)))
-            if rng.random() < 0.2:
-                body += "\n# " + rng.choice(self.words) + "\n__init__"
-            return f"```{rng.choice(['python', 'bash', '', 'js'])}\n{body}\n```"
-        columns = rng.randint(2, 4)
-        rows = [" | ".join(rng.choices(self.words, k=columns)) for _ in range(rng.randint(2, 5))]
-        return "\n".join([f"| {rows[0]} |", "|" + "---|" * columns, *(f"| {r} |" for r in rows[1:])])
-
-    def response(self) -> str:
-        return "\n\n".join(self.block() for _ in range(max(1, int(self.rng.lognormvariate(1.9, 0.7)))))
+#: Tokens a typical model's answer is sized to: answers run from a few hundred to a few thousand tokens.
+VERBOSITY = 800.0
 
 
 def generate_corpus(battles: int, seed: int = 0) -> pl.DataFrame:
-    """``battles`` battles (two responses each, 10% with a second turn), every response unique."""
-    rng = random.Random(seed)
-    writer = _Writer(rng)
-    ids, conversations_a, conversations_b = [], [], []
-    for i in range(battles):
-        turns = 2 if rng.random() < 0.1 else 1
-        prompts = [f"Question {i}.{t}: " + rng.choice(writer.sentences) for t in range(turns)]
-        for side, conversations in (("a", conversations_a), ("b", conversations_b)):
-            conversation = []
-            for t, prompt in enumerate(prompts):
-                conversation.append({"role": "user", "content": prompt})
-                conversation.append({"role": "assistant", "content": f"Answer {i}.{t}{side}: " + writer.response()})
-            conversations.append(conversation)
-        ids.append(f"bench-{i}")
-    message = pl.List(pl.Struct({"role": pl.String, "content": pl.String}))
-    return pl.DataFrame({"battle_id": ids, "conversation_a": conversations_a, "conversation_b": conversations_b},
-                        schema={"battle_id": pl.String, "conversation_a": message, "conversation_b": message})
+    """``battles`` battles simulated with texts by `arena simulate` (25 models, 1 to 3 turns, seven languages,
+    code blocks with look-alike lines), in parts of 20,000: battle_id and the two conversations."""
+    from arena_cli.simulate import simulate_in_parts
+
+    parts = simulate_in_parts(battles, 25, seed, part_battles=20_000, verbosity=VERBOSITY)
+    return pl.concat(sim.battles.select(pl.col("question_id").alias("battle_id"), "conversation_a", "conversation_b") for sim in parts)
 
 
 # -- measurements (each in a fresh process, so peak RSS is its own) ----------------------------------------------
@@ -226,7 +156,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    corpus = OUT / f"corpus-{args.battles}-{args.seed}.parquet"
+    corpus = OUT / f"corpus-simulated-{args.battles}-{args.seed}.parquet"  # not an older generator's corpus
     if not corpus.exists():
         print(f"generating {args.battles:,} battles ...", file=sys.stderr)
         generate_corpus(args.battles, args.seed).write_parquet(corpus)

@@ -1,10 +1,11 @@
 """Benchmark of `arena fit` against arena-rank 0.1.1 and a FastChat-style scipy L-BFGS fit.
 
 Every fit runs as a whole process (start-up, reading, fitting, writing), timed with GNU time (wall seconds,
-peak RSS), on the same generated vote log per size. All three solve the same objective — arena-rank's
-defaults: plain Bradley-Terry, or style control with the four LMArena groups, reweighting and reg = 1.0 on the
-mean log-likelihood (``arena fit --compat arena-rank``) — and compute sandwich intervals (not the FastChat
-fit, which has none). Scores are compared with a tight-tolerance reference: scipy L-BFGS on the same objective
+peak RSS), on the same vote log per size, simulated by `arena_cli.simulate` without texts (in parts of a million
+votes, the same models in each). All three solve the same objective — arena-rank's defaults: plain
+Bradley-Terry, or style control with the four LMArena groups, reweighting and reg = 1.0 on the mean
+log-likelihood (``arena fit --compat arena-rank``) — and compute sandwich intervals (not the FastChat fit,
+which has none). Scores are compared with a tight-tolerance reference: scipy L-BFGS on the same objective
 (gtol 1e-11), computed in this process, untimed.
 
 `arena fit` is timed twice: from a store (votes ingested once beforehand, the cron/CI case) and straight from
@@ -36,16 +37,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from sim_battles import simulate  # noqa: E402
+from arena_cli.simulate import GENERATOR_VERSION, STYLE_GROUPS, simulate_in_parts
 
+ROOT = Path(__file__).resolve().parents[1]
 ARENA = str(Path(sys.executable).parent / "arena")
-GROUPS = {
-    "length": ["tokens"], "header": [f"h{i}" for i in range(1, 7)],
-    "list": ["ordered", "unordered"], "bold": ["bold_star", "bold_underscore"],
-}
-GAMMA = {"length": 0.5, "header": 0.1, "list": 0.1, "bold": 0.1}
+GROUPS = {group: list(members) for group, members in STYLE_GROUPS.items()}
 
 ARENA_RANK_SCRIPT = textwrap.dedent('''
     import multiprocessing
@@ -195,11 +191,16 @@ def max_gap(scores: dict[str, float], reference: dict[str, float]) -> float:
 
 def prepare_inputs(workdir: Path, n: int, n_models: int) -> tuple[Path, Path]:
     """The vote log (parquet) and a store with the same votes, both cached in ``workdir``."""
-    path = workdir / f"votes-{n}-{n_models}.parquet"
-    if not path.exists():
-        frame, _ = simulate(n, n_models, seed=n + n_models, gamma=GAMMA)
-        frame.write_parquet(path)
-    store = workdir / f"store-{n}-{n_models}"
+    path = workdir / f"votes-{n}-{n_models}-sim{GENERATOR_VERSION}.parquet"
+    if not path.exists():  # `arena simulate --no-texts` with its default truth, as the frame a fit reads
+        parts = []
+        for k, sim in enumerate(simulate_in_parts(n, n_models, n + n_models, texts=False)):
+            parts.append(workdir / f"{path.stem}.part{k}.parquet")
+            sim.features().write_parquet(parts[-1])
+        pl.scan_parquet(parts).sink_parquet(path)
+        for part in parts:
+            part.unlink()
+    store = workdir / f"store-{n}-{n_models}-sim{GENERATOR_VERSION}"
     if not (store / "manifest.json").exists():
         subprocess.run([ARENA, "ingest", str(path), "--store", str(store)], check=True, capture_output=True)
     return path, store

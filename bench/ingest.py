@@ -1,9 +1,10 @@
 """Ingest benchmark: a large FastChat-shaped vote log through `arena ingest`, timed, with its peak memory.
 
-Generates a JSONL of ``--rows`` battles (default 5,000,000) shaped like FastChat's ``clean_battle`` dumps
-(``question_id, model_a, model_b, winner, judge, turn, anony, language, tstamp, conv_metadata`` with the
-per-side token/header/list/bold counts, plus ``is_code`` and a nested ``dedup_tag``; no conversation texts),
-then runs ``python -m arena_cli ingest`` on it in a child process and reports rows/s and that child's peak
+Generates a JSONL of ``--rows`` battles (default 5,000,000) shaped like FastChat's ``clean_battle`` dumps: the
+simulator's votes without texts (``arena simulate --no-texts``: ``question_id, model_a, model_b, winner, judge,
+tstamp, language, turn, anony, category, conv_metadata`` with the per-side token/header/list/bold counts), drawn
+in parts of 250,000 among 120 models, with FastChat's ``tie (bothbad)`` label and two more columns of the dumps,
+``is_code`` and a nested ``dedup_tag``. Then it runs ``python -m arena_cli ingest`` on it in a child process and reports rows/s and that child's peak
 RSS (from ``os.wait4``, so neither the generator nor an earlier run counts). With
 ``--reingest`` the same file is ingested a second time, which must add nothing (every row a duplicate).
 
@@ -24,62 +25,26 @@ import time
 from pathlib import Path
 
 CHUNK_ROWS = 250_000
-LANGUAGES = ("English", "Chinese", "Russian", "German", "Spanish", "French", "Japanese", "Portuguese", "Korean", "unknown")
-WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
-WINNER_SHARES = (0.35, 0.35, 0.12, 0.18)
-
-
-def _models(count: int) -> list[str]:
-    families = ("gpt-4", "claude-3", "gemini-1.5", "llama-3", "mixtral", "qwen2", "command-r", "yi", "deepseek", "phi-3")
-    return [f"{families[i % len(families)]}-{['mini', 'pro', 'large', 'turbo', 'chat', 'instruct'][i % 6]}-{2023 + i % 3}{i:02d}" for i in range(count)]
-
-
-def _chunk(rng, start: int, rows: int, models: list[str]):
-    """One chunk of battles as a polars frame (vectorized: no per-row Python)."""
-    import numpy as np
-    import polars as pl
-
-    index = np.arange(start, start + rows)
-    a = rng.integers(0, len(models), rows)
-    b = (a + rng.integers(1, len(models), rows)) % len(models)  # never a self-battle
-    names = pl.Series(models)
-
-    def side(s: str) -> dict:
-        tokens = rng.integers(5, 2500, rows)
-        return {
-            f"sum_assistant_{s}_tokens": tokens,
-            f"header_count_{s}": pl.DataFrame({f"h{i}": rng.poisson(0.4 / i, rows) for i in range(1, 7)}).to_struct(),
-            f"list_count_{s}": pl.DataFrame({"ordered": rng.poisson(1.5, rows), "unordered": rng.poisson(2.0, rows)}).to_struct(),
-            f"bold_count_{s}": pl.DataFrame({"**": rng.poisson(1.2, rows), "__": rng.poisson(0.05, rows)}).to_struct(),
-        }
-
-    meta = pl.DataFrame({**side("a"), **side("b")}).to_struct("conv_metadata")
-    return pl.DataFrame(
-        {
-            "question_id": [f"{i:08x}{r:024x}" for i, r in zip(index.tolist(), rng.integers(0, 2**62, rows).tolist())],
-            "model_a": names.gather(a),
-            "model_b": names.gather(b),
-            "winner": pl.Series(WINNERS).gather(rng.choice(len(WINNERS), rows, p=WINNER_SHARES)),
-            "judge": pl.Series([f"arena_user_{j}" for j in rng.integers(0, rows // 3 + 1, rows)]),
-            "turn": rng.choice([1, 1, 1, 1, 2, 3, 5], rows),
-            "anony": rng.random(rows) < 0.9,
-            "language": pl.Series(LANGUAGES).gather(rng.choice(len(LANGUAGES), rows)),
-            "tstamp": 1_682_000_000.0 + index * 7.3 + rng.random(rows).round(4),
-            "conv_metadata": meta,
-            "is_code": rng.random(rows) < 0.2,
-            "dedup_tag": pl.DataFrame({"high_freq": rng.random(rows) < 0.05, "sampled": rng.random(rows) < 0.95}).to_struct(),
-        }
-    )
+MODELS = 120
 
 
 def generate(path: Path, rows: int, seed: int) -> None:
+    """The vote log, part by part (memory bounded by one part); each part's period follows the previous one."""
     import numpy as np
+    import polars as pl
+
+    from arena_cli.simulate import simulate_in_parts
 
     rng = np.random.default_rng(seed)
-    models = _models(120)
     with open(path, "wb") as out:
-        for start in range(0, rows, CHUNK_ROWS):
-            _chunk(rng, start, min(CHUNK_ROWS, rows - start), models).write_ndjson(out)
+        for k, sim in enumerate(simulate_in_parts(rows, MODELS, seed, part_battles=CHUNK_ROWS, texts=False)):
+            size = sim.battles.height
+            sim.battles.with_columns(
+                pl.col("winner").replace("both_bad", "tie (bothbad)"),
+                pl.col("tstamp") + k * 28 * 86_400,
+                (pl.col("category") == "coding").alias("is_code"),
+                pl.DataFrame({"high_freq": rng.random(size) < 0.05, "sampled": rng.random(size) < 0.95}).to_struct("dedup_tag"),
+            ).write_ndjson(out)
 
 
 def run_ingest(source: Path, store: Path) -> dict:

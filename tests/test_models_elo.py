@@ -48,7 +48,7 @@ def fastchat_rows(frame: pl.DataFrame):
 @pytest.fixture(scope="module")
 def log() -> pl.DataFrame:
     """A simulated log with ties and both_bad votes, its timestamps a permutation of the rows."""
-    frame, _ = simulate(3000, 7, seed=11, both_bad_share=0.05)
+    frame, _ = simulate(3000, 7, seed=11)  # draws are ties or both_bad
     minutes = np.random.default_rng(5).permutation(frame.height).astype(np.int64) * 60_000_000
     return frame.select("model_a", "model_b", "outcome").with_columns(pl.Series("timestamp", minutes).cast(pl.Datetime("us", "UTC")))
 

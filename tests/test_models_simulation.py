@@ -66,7 +66,7 @@ def test_uncontrolled_fit_is_biased_towards_verbose_models(simulated):
 
 
 def test_reweighting_keeps_the_estimator_consistent_under_skewed_sampling():
-    frame, truth = simulate(40000, 12, seed=4, pair_skew=1.2)
+    frame, truth = simulate(100_000, 12, seed=4, popularity_sd=1.2)
     weighted = fit(frame, FitOptions(reweight=True, ci=CIMethod.none))
     order = [truth.models.index(m) for m in weighted.models]
     assert np.abs(weighted.beta - truth.beta[order]).max() < 0.12
@@ -83,10 +83,10 @@ def test_cluster_bootstrap_widens_intervals_when_judges_disagree():
 
 
 def test_coefficients_on_the_raw_scale_with_no_normalize():
-    frame, _ = simulate(40000, 8, seed=12, gamma={"length": 1.2})
+    frame, truth = simulate(40000, 8, seed=12, gamma={"length": 1.2})
     result = fit(frame, FitOptions(style="length", normalize=False, ci=CIMethod.sandwich))
     row = result.coefficients.row(0, named=True)
-    assert row["lower"] <= 1.2 <= row["upper"]
+    assert row["lower"] <= truth.raw_gamma["length"] <= row["upper"]
     assert result.settings["normalize"] is False
 
 

@@ -24,7 +24,7 @@ def problem_for(frame, style="none", ties=Ties.half, ridge=0.0, reweight=False, 
 
 @pytest.fixture(scope="module")
 def battles():
-    frame, _ = simulate(2500, 7, seed=11, gamma=GAMMA, both_bad_share=0.3)
+    frame, _ = simulate(2500, 7, seed=11, gamma=GAMMA)
     return frame
 
 

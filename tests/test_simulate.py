@@ -24,6 +24,7 @@ from arena_cli.simulate import (
     ELO_PER_LOGIT,
     STYLE_GROUPS,
     simulate,
+    simulate_in_parts,
     style_design,
     write_simulation,
 )
@@ -342,3 +343,14 @@ def test_verbosity_sizes_the_answers():
     long = simulate(60, 4, seed=2, verbosity=1500.0).features()
     short = simulate(60, 4, seed=2).features()
     assert 800 < long["tokens_a"].median() < 3000 and short["tokens_a"].median() < 300
+
+
+def test_a_large_simulation_in_parts_shares_its_models():
+    whole = simulate(900, 6, seed=3, texts=False)
+    (single,) = simulate_in_parts(900, 6, 3, part_battles=1000, texts=False)
+    assert single.battles.equals(whole.battles)
+    parts = list(simulate_in_parts(900, 6, 3, part_battles=400, texts=False))
+    assert [p.battles.height for p in parts] == [400, 400, 100]
+    models = [(m["model"], m["beta"]) for m in whole.truth["models"]]
+    assert all([(m["model"], m["beta"]) for m in p.truth["models"]] == models for p in parts)
+    assert parts[1].truth["seed"] == 4 and parts[1].truth["model_seed"] == 3

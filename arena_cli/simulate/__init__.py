@@ -35,6 +35,7 @@ from arena_cli.simulate.generator import (
     STYLE_GROUPS,
     Simulation,
     simulate,
+    simulate_in_parts,
     style_design,
     write_simulation,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "STYLE_GROUPS",
     "Simulation",
     "simulate",
+    "simulate_in_parts",
     "style_design",
     "write_simulation",
 ]

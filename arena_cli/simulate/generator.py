@@ -7,7 +7,7 @@ import gzip
 import io
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -425,6 +425,19 @@ def simulate(
         },
     )
     return Simulation(battles=frame, truth=truth)
+
+
+def simulate_in_parts(
+    n_battles: int, n_models: int = 25, seed: int = 0, *, part_battles: int = 1_000_000, **options: Any,
+) -> Iterator[Simulation]:
+    """``n_battles`` votes as consecutive simulations of at most ``part_battles`` each, so that memory is bounded
+    by one part: every part has the same models (drawn from ``seed``), part k the votes of ``seed + k`` (part 0
+    is ``simulate(..., seed)`` itself when it holds every battle). Each part's truth z-scores its own style
+    design. ``options``: those of :func:`simulate` except ``model_seed``."""
+    if part_battles < 1:
+        raise InputError("a part must hold at least 1 battle")
+    for k, start in enumerate(range(0, n_battles, part_battles)):
+        yield simulate(min(part_battles, n_battles - start), n_models, seed + k, model_seed=seed, **options)
 
 
 def _hex(ids: np.ndarray) -> list[str]:
