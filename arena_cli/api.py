@@ -382,16 +382,24 @@ def compute_features(
     if store is not None:
         table = attach_features(battles, store=store, recipe=features.recipe, encoding=features.encoding, workers=workers).select("battle_id", *FEATURE_COLUMNS)
     else:
-        done = [0]
-
-        def advance(rows: int) -> None:
-            done[0] += rows
-            if on_progress:
-                on_progress(done[0], battles.height)
-
-        table = compute(battles, features.recipe, features.encoding, workers, on_batch=advance)
+        table = compute(battles, features.recipe, features.encoding, workers, on_batch=_BatchProgress(on_progress, battles.height))
     settings = {"recipe": features.recipe, "encoding": canonical_encoding(features.encoding), **_feature_versions()}
     return FeatureTable(table, settings=settings, inputs=inputs, warnings=warnings)
+
+
+class _BatchProgress:
+    """Feature code reports batches done; the API reports ``on_progress(done, total)``."""
+
+    def __init__(self, on_progress: Progress | None, total: int = 0):
+        self.on_progress, self.total, self.done = on_progress, total, 0
+
+    def start(self, total: int) -> None:
+        self.total = total
+
+    def __call__(self, rows: int) -> None:
+        self.done += rows
+        if self.on_progress:
+            self.on_progress(self.done, self.total)
 
 
 def _feature_versions() -> dict[str, Any]:
@@ -409,20 +417,10 @@ def update_features(
     from arena_cli.features import update_store_features
 
     features = features or FeatureOptions()
-    total = [0]
-    done = [0]
-
-    def start(rows: int) -> None:
-        total[0] = rows
-
-    def advance(rows: int) -> None:
-        done[0] += rows
-        if on_progress:
-            on_progress(done[0], total[0])
-
+    progress = _BatchProgress(on_progress)
     return update_store_features(
         Source(store=Path(store) if store is not None else None).store_path, features.recipe, features.encoding,
-        workers=workers, lock_wait=lock_wait, on_start=start, on_batch=advance,
+        workers=workers, lock_wait=lock_wait, on_start=progress.start, on_batch=progress,
     )
 
 
