@@ -263,6 +263,7 @@ def attach_features(
             cached = _cached(opened, family, recipe, encoding, keys)
             if cached is not None:
                 found[family.name] = cached.join(wanted.lazy(), on=keys, how="semi").collect()
+    cached_any = bool(found)
     flagged = _flag_missing(wanted.lazy(), {f.name: found[f.name].lazy() if f.name in found else None for f in stored}, keys)
     missing = flagged.filter(pl.any_horizontal(f.name for f in stored)).collect()
     if missing.height:
@@ -275,9 +276,15 @@ def attach_features(
         computed, _ = _compute_missing(inputs.join(missing, on=keys, how="left"), stored, keys, recipe, encoding, workers)
         for name, rows in computed.items():
             found[name] = pl.concat([found[name], rows], how="vertical_relaxed") if name in found else rows
-    features = wanted
-    for family in stored:
-        features = features.join(found[family.name].rename({"feature_source": f"source_{family.name}"}), on=keys, how="left")
+    if cached_any:
+        features = wanted
+        for family in stored:
+            features = features.join(found[family.name].rename({"feature_source": f"source_{family.name}"}), on=keys, how="left")
+    else:  # nothing was cached: every family was computed for the same battles, in the same order
+        features = pl.concat(
+            [found[stored[0].name].select(keys), *(found[f.name].drop(keys).rename({"feature_source": f"source_{f.name}"}) for f in stored)],
+            how="horizontal",
+        )
     features = features.with_columns(pl.coalesce(f"source_{f.name}" for f in stored).alias("feature_source"))
     features = derive(features, families, recipe, encoding).select(*keys, *(pl.col(c).cast(schema[c]) for c in columns))
     return base.join(features, on=keys, how="left", maintain_order="left")
