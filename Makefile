@@ -25,6 +25,7 @@ demo: $(VENV)/.installed-test
 	$(BIN)/arena diff --store $(STORE)
 
 test: $(VENV)/.installed-test
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 test-slow: $(VENV)/.installed-test

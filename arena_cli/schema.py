@@ -7,11 +7,14 @@ the source, kept as they are); the store, the feature extractor and the fit read
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any, TypeVar
 
 import polars as pl
 
 #: A table or one part of it, read or to be read.
 Frame = pl.DataFrame | pl.LazyFrame
+#: A frame or a query, kept as it was given (for functions that work on both).
+FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
 
 
 class Outcome(str, Enum):
@@ -53,7 +56,7 @@ META_COLUMNS: tuple[str, ...] = tuple(f"meta_{n}_{s}" for s in ("a", "b") for n 
 
 def meta_paths(side: str) -> dict[str, tuple[str, ...]]:
     """Where LMArena's nested ``conv_metadata`` keeps each count of :data:`META_COUNTS` for one side."""
-    paths = {"tokens": (f"sum_assistant_{side}_tokens",)}
+    paths: dict[str, tuple[str, ...]] = {"tokens": (f"sum_assistant_{side}_tokens",)}
     paths.update({f"h{i}": (f"header_count_{side}", f"h{i}") for i in range(1, 7)})
     paths.update({"ordered": (f"list_count_{side}", "ordered"), "unordered": (f"list_count_{side}", "unordered")})
     paths.update({"bold_star": (f"bold_count_{side}", "**"), "bold_underscore": (f"bold_count_{side}", "__")})
@@ -114,10 +117,10 @@ def empty_quarantine() -> pl.DataFrame:
     return pl.DataFrame(schema=QUARANTINE_SCHEMA)
 
 
-def conform(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
+def conform(frame: FrameT) -> FrameT:
     """Give a frame (or a query) every canonical column with its canonical type and order, extras kept after them."""
     schema = frame.collect_schema()
     missing = [pl.lit(None, dtype=t).alias(c) for c, t in BATTLE_SCHEMA.items() if c not in schema]
-    casts = {c: t for c, t in BATTLE_SCHEMA.items() if c in schema and schema[c] != t}
-    extras = [c for c in schema if c not in BATTLE_SCHEMA]
+    casts: dict[Any, pl.DataType] = {c: t for c, t in BATTLE_SCHEMA.items() if c in schema and schema[c] != t}
+    extras: list[str] = [c for c in schema if c not in BATTLE_SCHEMA]
     return frame.with_columns(missing).cast(casts).select([*CANONICAL, *extras])

@@ -106,6 +106,7 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
 
     if "conv_metadata" in col:
         dtype = schema[col["conv_metadata"]]
+        meta_dtype: pl.DataType
         if dtype == pl.String:
             decoded["conv_metadata"] = decode_json(batch[col["conv_metadata"]], meta_text_dtype())
             meta_expr, meta_dtype = pl.col("__conv_metadata"), meta_text_dtype()

@@ -22,9 +22,8 @@ def export_table(store: Path | None, table: str, output: Path, fmt: str | None =
     if table not in ("battles", "quarantine"):
         raise InputError(f"--table {table!r}: expected battles or quarantine")
     opened = Store.open(store)
-    frame = opened.read(table)
-    if frame is None:
-        frame = pl.DataFrame()
+    stored = opened.read(table)
+    frame = stored if stored is not None else pl.DataFrame()
     if where:
         from arena_cli.io.battles import where_expression
 

@@ -6,7 +6,12 @@ parse; the caller (:func:`arena_cli.io.canonical.canonicalize`) turns that into 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import polars as pl
+
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType
 
 from arena_cli.schema import BATTLE_SCHEMA, CONVERSATION
 
@@ -42,13 +47,13 @@ def parse_timestamp(col: str, dtype: pl.DataType) -> pl.Expr:
     return pl.coalesce([from_epoch, *parsed])
 
 
-def parse_integer(col: str, dtype: pl.DataType, width: pl.DataType = pl.Int32) -> pl.Expr:
+def parse_integer(col: str, dtype: pl.DataType, width: pl.DataType = pl.Int32()) -> pl.Expr:
     number = pl.col(col).cast(pl.Float64, strict=False) if dtype.is_numeric() else pl.col(col).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
     return pl.when(number == number.floor()).then(number).cast(pl.Int64, strict=False).cast(width, strict=False)
 
 
 def parse_count(col: str, dtype: pl.DataType) -> pl.Expr:
-    return parse_integer(col, dtype, pl.Int64)
+    return parse_integer(col, dtype, pl.Int64())
 
 
 def parse_boolean(col: str, dtype: pl.DataType) -> pl.Expr:
@@ -100,14 +105,14 @@ def json_text(value: pl.Expr) -> pl.Expr:
 def meta_text_dtype() -> pl.Struct:
     fields: dict[str, pl.DataType] = {}
     for side in ("a", "b"):
-        fields[f"sum_assistant_{side}_tokens"] = pl.String
+        fields[f"sum_assistant_{side}_tokens"] = pl.String()
         fields[f"header_count_{side}"] = pl.Struct({f"h{i}": pl.String for i in range(1, 7)})
         fields[f"list_count_{side}"] = pl.Struct({"ordered": pl.String, "unordered": pl.String})
         fields[f"bold_count_{side}"] = pl.Struct({"**": pl.String, "__": pl.String})
     return pl.Struct(fields)
 
 
-def field_path(expr: pl.Expr, dtype: pl.DataType, path: tuple[str, ...]) -> pl.Expr | None:
+def field_path(expr: pl.Expr, dtype: PolarsDataType, path: tuple[str, ...]) -> pl.Expr | None:
     for name in path:
         if not isinstance(dtype, pl.Struct):
             return None

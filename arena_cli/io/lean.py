@@ -10,16 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import polars as pl
 
 from arena_cli.io.dialects import Plan, plan_for
 from arena_cli.io.options import InputOptions
 from arena_cli.io.readers import parquet_schema
-from arena_cli.schema import META_COLUMNS
-
-FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
+from arena_cli.schema import META_COLUMNS, FrameT
 
 #: Fields whose values can reject a row: a lean read reads and checks them even when it keeps none of them.
 VALIDATED = ("model_a", "model_b", "outcome", "timestamp", "turn", "anony", "conversation_a", "conversation_b", "conv_metadata", *META_COLUMNS)

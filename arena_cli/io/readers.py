@@ -17,9 +17,12 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType
 
 from arena_cli.errors import InputError
 from arena_cli.schema import QUARANTINE_SCHEMA, QuarantineReason
@@ -124,7 +127,7 @@ def _rendered_nested(lines: pl.Series, frame: pl.DataFrame, dtype: pl.Struct) ->
     names: set[str] = set()
     text_lists: list[str] = []
 
-    def walk(dtype: pl.DataType, name: str | None, top: str | None) -> None:
+    def walk(dtype: PolarsDataType, name: str | None, top: str | None) -> None:
         if dtype == pl.String and name is not None:
             names.add(name)
         elif isinstance(dtype, pl.Struct):

@@ -83,7 +83,7 @@ def _as_is(lean: LeanParquet, labels: dict[str, str]) -> pl.Expr:
     fields, checks = field_exprs(schema, col)
     return pl.all_horizontal(
         a.is_not_null(), b.is_not_null(), a != b, outcome.is_in(list(labels)),
-        *[~(flag & fields[field].is_null()) for _, flag, field, _ in checks],
+        *[~(flag & fields[field].is_null()) for _, flag, field, _ in checks if field is not None],
     ).fill_null(False)
 
 
