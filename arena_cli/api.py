@@ -344,6 +344,7 @@ def ingest(
     quarantine with their reason. One atomic publish: all files or none. ``on_source(file, rows read)``
     reports progress."""
     from arena_cli.io.ingest import check_sources, ingest_to_store
+    from arena_cli.io.results import source_notes
     from arena_cli.io.store import Store
 
     paths = [Path(f) for f in files]
@@ -356,7 +357,7 @@ def ingest(
     )
     return IngestReport(
         store=target.root, summaries=tuple(summaries), settings={"strict": strict, **source.input.as_meta()},
-        inputs={"files": [str(p) for p in paths], "store": str(target.root)},
+        inputs={"files": [str(p) for p in paths], "store": str(target.root)}, warnings=source_notes(summaries),
     )
 
 

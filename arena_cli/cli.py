@@ -50,8 +50,16 @@ def guarded(command: Callable) -> Callable:
             raise typer.Exit(int(error.exit_code)) from None
         except Exception as error:
             # exits and usage errors belong to the command-line layer (typer, or the click of older typers)
-            if os.environ.get("ARENA_DEBUG") or type(error).__module__.split(".")[0] in ("typer", "click"):
+            if type(error).__module__.split(".")[0] in ("typer", "click"):
                 raise
+            if os.environ.get("ARENA_DEBUG"):
+                if not isinstance(error, EOFError):
+                    raise
+                # click takes an EOFError for Ctrl-D at a prompt and prints only "Aborted!": show it as it is
+                import traceback
+
+                traceback.print_exc()
+                raise typer.Exit(int(ExitCode.INTERNAL)) from None
             first = str(error).splitlines()[0] if str(error) else ""
             _error(f"internal error, a bug in arena-cli: {type(error).__name__}: {first} (ARENA_DEBUG=1 shows the traceback)")
             raise typer.Exit(int(ExitCode.INTERNAL)) from None

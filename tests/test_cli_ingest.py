@@ -69,7 +69,7 @@ def test_store_from_environment(tmp_path, votes, monkeypatch):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["missing.jsonl"], "no such file"),
-    (["votes.txt"], "extension"),
+    (["votes.txt"], "use --input-format csv"),  # neither the name nor the content (CSV) tells the format
     (["votes.jsonl", "--map", "model_a"], "expected KEY=VALUE"),
     (["votes.jsonl", "--map", "colour=c"], "unknown field"),
     (["votes.jsonl", "--map", "model_a=nope"], "no column 'nope'"),
@@ -77,7 +77,7 @@ def test_store_from_environment(tmp_path, votes, monkeypatch):
     (["votes.jsonl", "--winner-map", "=model_a"], "expected KEY=VALUE"),
 ])
 def test_input_errors_exit_3_without_creating_a_store(tmp_path, votes, args, message):
-    write_jsonl(tmp_path / "votes.txt", VOTES)
+    (tmp_path / "votes.txt").write_text("model_a,model_b,winner\nx,y,tie\n")
     args = [str(tmp_path / a) if a.startswith("votes") or a.startswith("missing") else a for a in args]
     result = arena("ingest", *args, "--store", tmp_path / "s")
     assert result.exit_code == 3, result.output

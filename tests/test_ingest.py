@@ -306,13 +306,14 @@ def test_empty_source_has_a_zero_summary(tmp_path):
 def test_quarantine_details_name_the_problem_of_the_first_failed_check(tmp_path):
     cases = {
         row(winner="Draw "): 'unknown winner label "Draw" (map it with --winner-map LABEL=OUTCOME)',
-        row(turn="abc"): "turn: not a valid turn",
-        row(tstamp="yesterday"): "tstamp: not a valid timestamp",
+        row(turn="abc"): "turn: not a valid turn (a whole number from 0 to 2^31-1)",
+        row(tstamp="yesterday"): "tstamp: not a valid timestamp (unix seconds or milliseconds, or ISO 8601 text)",
         row(model_b="x"): "model_a == model_b",
         row(model_a=None, turn="abc"): "model_a or model_b is missing or empty",
         row(winner="?", model_b="x"): 'unknown winner label "?" (map it with --winner-map LABEL=OUTCOME)',
         row(conversation_a="hello"): "conversation_a: not a list of {role, content} messages",
         row(conv_metadata="tokens: 5"): "conv_metadata: not an LMArena conv_metadata object",
+        row(conv_metadata={"header_count_b": {"h2": -1}}): "conv_metadata.header_count_b.h2: not a valid count (a whole number from 0 to 2^53-1)",
     }
     result = read_sources([write_jsonl(tmp_path / "v.jsonl", [row(question_id="ok"), *cases])])
     assert result.quarantine.sort("source_row")["detail"].to_list() == list(cases.values())

@@ -9,7 +9,10 @@ import polars as pl
 import pytest
 
 from arena_cli.errors import InputError
-from arena_cli.io.readers import RAW, ROW, container_of, read_batches
+from arena_cli.io.dialects import container_for
+from arena_cli.io.files import container_of
+from arena_cli.io.options import InputOptions
+from arena_cli.io.readers import RAW, ROW, read_batches
 
 
 def batches(path, container, batch_rows=1000):
@@ -29,9 +32,16 @@ def test_container_from_extension(name, container):
 
 
 @pytest.mark.parametrize("name", ["votes.txt", "votes", "votes.gz", "votes.xlsx"])
-def test_unknown_extension_is_an_input_error(name):
-    with pytest.raises(InputError, match="--format"):
-        container_of(name)
+def test_a_name_without_a_known_extension_names_no_container(name):
+    assert container_of(name) is None
+
+
+@pytest.mark.parametrize("content", [b"model_a,model_b,winner\nx,y,tie\n", b"", b"\x00\x01 binary"])
+def test_unknown_extension_and_content_is_an_input_error_naming_the_option(tmp_path, content):
+    path = tmp_path / "votes.txt"
+    path.write_bytes(content)
+    with pytest.raises(InputError, match="--input-format csv"):
+        container_for(path, InputOptions())
 
 
 def test_missing_file_is_an_input_error(tmp_path):

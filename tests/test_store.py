@@ -111,8 +111,9 @@ def test_missing_second_source_fails_before_anything_is_read(tmp_path):
     good = write_jsonl(tmp_path / "a.jsonl", [vote(1)])
     with pytest.raises(InputError, match="no such file"):
         ingest_to_store(store, [good, tmp_path / "missing.jsonl"])
-    with pytest.raises(InputError, match="extension"):
-        ingest_to_store(store, [good, write_jsonl(tmp_path / "votes.txt", [vote(2)])])
+    (tmp_path / "votes.txt").write_text("model_a,model_b,winner\nx,y,tie\n")
+    with pytest.raises(InputError, match="--input-format"):
+        ingest_to_store(store, [good, tmp_path / "votes.txt"])
     assert store.rows("battles") == 0 and not (store.root / MANIFEST).exists()
 
 

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from arena_cli.commands.options import LockWaitOption, StoreOption, WhereOption, filter_options, input_option_group, source_options
-from arena_cli.commands.output import Output, output_options, show
+from arena_cli.commands.output import Output, output_options, show, warn_all
 from arena_cli.io.options import BattleFilter, InputOptions, Source
 
 
@@ -36,6 +36,7 @@ def ingest_command(
         report = api.ingest(sources, store, input=input, strict=strict, lock_wait=lock_wait,
                             on_source=lambda name, rows: bar.update(task, description=f"ingesting {Path(name).name}", completed=rows))
     _print_summary(err_console, report.summaries, report.store)
+    warn_all(report.warnings)
     if summary_format is SummaryFormat.json:
         from arena_cli.render import emit
         from arena_cli.render.document import OutputFormat

@@ -6,6 +6,8 @@ what a read has to tell (rows skipped in files) comes back as :attr:`Loaded.warn
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -14,7 +16,7 @@ import polars as pl
 
 from arena_cli.errors import InputError, NoDataError
 from arena_cli.io.options import BattleFilter, Source
-from arena_cli.schema import Frame
+from arena_cli.schema import BATTLE_SCHEMA, Frame
 
 T = TypeVar("T")
 
@@ -28,11 +30,67 @@ class Loaded(Generic[T]):
 
 
 def where_expression(where: str) -> pl.Expr:
-    """Parse a SQL boolean expression with polars (never eval'd as Python)."""
+    """Parse ``--where``, a SQL condition on each battle, with polars (never eval'd as Python). A condition
+    must be decided by the battle alone: aggregates (``count(*)``, ``avg(turn)``), windows and subqueries
+    would be computed over each store part or batch read, not over the battles, so they are refused."""
     try:
-        return pl.sql_expr(where)
+        condition = pl.sql_expr(where)
     except Exception as error:
-        raise InputError(f"--where {where!r}: not a valid SQL expression ({error})") from None
+        raise InputError(f"cannot parse --where {where!r}: {_short_reason(error)}") from None
+    if any(name.startswith("_POLARS_") for name in condition.meta.root_names()):
+        raise InputError(f"--where {where!r}: subqueries are not supported")
+    if not _per_battle(condition):
+        raise InputError(f"--where {where!r} is not a condition on each battle: aggregates (count, sum, avg, ...) and windows (OVER) are not supported")
+    return condition
+
+
+def _short_reason(error: Exception) -> str:
+    """polars' parse errors in one short line: a construct it does not support is named, not dumped."""
+    lines = str(error).strip().splitlines()
+    text = " ".join(lines[0].split()) if lines else type(error).__name__
+    unsupported = re.match(r"expression (\w+)\W.* is not currently supported$", text)
+    if unsupported:
+        return f"{unsupported.group(1)} expressions are not supported"
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _per_battle(condition: pl.Expr) -> bool:
+    """Whether no part of ``condition`` looks at other rows (an aggregate, a row count, a window). Read from its
+    serialised tree; where polars cannot serialise it, the condition is taken as it is."""
+    try:
+        tree = json.loads(condition.meta.serialize(format="json"))
+    except Exception:
+        return True
+
+    def per_row(node: object) -> bool:
+        if isinstance(node, dict):
+            return all(key not in ("Agg", "Over", "Window", "Len") and (key == "Literal" or per_row(value)) for key, value in node.items())
+        if isinstance(node, list):
+            return all(per_row(item) for item in node)
+        return node != "Len"
+
+    return per_row(tree)
+
+
+def check_where(where: str, condition: pl.Expr, schema: pl.Schema) -> None:
+    """``condition`` (``where`` parsed) against the columns it is applied to: every column it names exists, and it
+    is a true/false condition that runs on them. Checked on the schema and an empty frame, before any row is
+    read, so every command says the same of the same condition (a value that fails on some rows, such as a
+    CAST, can only fail while they are read)."""
+    unknown = [c for c in dict.fromkeys(condition.meta.root_names()) if c not in schema]
+    if unknown:
+        raise InputError(f"--where {where!r} names unknown column(s) {', '.join(unknown)}; columns: {', '.join(schema)}")
+    try:
+        dtype = pl.LazyFrame(schema=schema).select(condition).collect_schema().dtypes()[0]
+        pl.DataFrame(schema=schema).select(condition)
+    except Exception as error:
+        raise InputError(f"--where {where!r} failed: {_short_reason(error)}") from None
+    if dtype != pl.Boolean:
+        raise InputError(f"--where {where!r} is not a true/false condition (it gives {_dtype_name(dtype)} values)")
+
+
+def _dtype_name(dtype: pl.DataType) -> str:
+    return "null" if dtype == pl.Null else str(dtype).lower()
 
 
 def load_battles(source: Source, filters: BattleFilter | None = None, columns: Sequence[str] | None = None) -> Loaded[pl.DataFrame]:
@@ -75,17 +133,20 @@ def load_battle_parts(
 
     if source.files:
         from arena_cli.io.reading import read_sources
+        from arena_cli.io.results import dropped_rows, nothing_read, source_notes
 
+        if condition is not None and set(condition.meta.root_names()) <= set(BATTLE_SCHEMA):  # fail before reading
+            check_where(filters.where or "", condition, pl.Schema(BATTLE_SCHEMA))
         result = read_sources(list(source.files), source.input, columns=wanted, map_batch=narrowed)
-        warnings: tuple[str, ...] = ()
-        rejected = result.quarantine.height
-        if rejected:
-            reasons = result.quarantine["reason"].value_counts(sort=True)
-            warnings = (f"{rejected} row(s) skipped: " + ", ".join(f"{r} {n}" for r, n in reasons.iter_rows()) + " (use `arena ingest` to keep them in a quarantine)",)
-        return Loaded([result.battles], warnings)
+        if not sum(s.stored for s in result.summaries):
+            raise NoDataError(nothing_read(result.summaries, result.quarantine))
+        return Loaded([result.battles], (*dropped_rows(result.summaries, result.quarantine), *source_notes(result.summaries)))
     from arena_cli.io.store import Store
 
     opened = Store.open(source.store_path)
+    whole = opened.scan_parts("battles")
+    if condition is not None and whole:  # on every stored column, not only those read
+        check_where(filters.where or "", condition, whole[0].collect_schema())
     parts = opened.scan_parts("battles", wanted)
     if not parts:
         raise NoDataError(f"store {opened.root} has no battles yet")
@@ -95,17 +156,14 @@ def load_battle_parts(
 def _filtered(part: Frame, filters: BattleFilter, condition: pl.Expr | None) -> Frame:
     """The battles of ``part`` that ``filters`` keep (``condition``: its parsed ``where``)."""
     if condition is not None:
-        names = part.collect_schema().names()
-        unknown = [c for c in condition.meta.root_names() if c not in names]
-        if unknown:
-            raise InputError(f"--where names unknown column(s) {unknown}; columns: {', '.join(names)}")
+        where = filters.where or ""
+        check_where(where, condition, part.collect_schema())
         try:
             if isinstance(part, pl.LazyFrame):  # evaluated here, on its own columns: errors surface now, not mid-command
                 part.select(condition.sum()).collect()
             part = part.filter(condition)
         except Exception as error:
-            # the first line says what failed; polars adds the query plan of a lazy frame after it
-            raise InputError(f"--where {filters.where!r} failed: {str(error).splitlines()[0]}") from None
+            raise InputError(f"--where {where!r} failed: {_short_reason(error)}") from None
     if filters.models:
         keep = pl.Series(list(filters.models)).implode()
         part = part.filter(pl.col("model_a").is_in(keep) & pl.col("model_b").is_in(keep))
@@ -115,8 +173,16 @@ def _filtered(part: Frame, filters: BattleFilter, condition: pl.Expr | None) -> 
     return part
 
 
+def filtered_by(frame: pl.DataFrame, where: str) -> pl.DataFrame:
+    """The rows of a table in memory that a ``--where`` condition keeps (``arena export``)."""
+    return _collected(_filtered(frame, BattleFilter(where), where_expression(where)))
+
+
 def filter_frame(frame: pl.DataFrame, filters: BattleFilter) -> pl.DataFrame:
     """``filters`` applied to battles already in memory (a frame given to the Python API)."""
     condition = where_expression(filters.where) if filters.where else None
-    kept = _filtered(frame, filters, condition)
-    return kept.collect() if isinstance(kept, pl.LazyFrame) else kept
+    return _collected(_filtered(frame, filters, condition))
+
+
+def _collected(frame: Frame) -> pl.DataFrame:
+    return frame.collect() if isinstance(frame, pl.LazyFrame) else frame

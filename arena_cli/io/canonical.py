@@ -9,6 +9,7 @@ import polars as pl
 
 from arena_cli.io.dialects import Plan, kaggle_conversation, kaggle_outcome
 from arena_cli.io.fields import (
+    MAX_COUNT,
     by_distinct,
     decode_json,
     field_path,
@@ -16,14 +17,23 @@ from arena_cli.io.fields import (
     meta_text_dtype,
     parse_boolean,
     parse_count,
-    parse_integer,
     parse_text,
     parse_timestamp,
+    parse_turn,
     typed_conversation,
+    whole_number,
 )
 from arena_cli.io.readers import RAW, ROW
 from arena_cli.schema import BATTLE_SCHEMA, CONVERSATION, META_COLUMNS, QUARANTINE_SCHEMA, QuarantineReason, empty_quarantine, meta_paths
 
+
+#: What a typed field must be, said when a row's value is not (counts: :data:`COUNT`).
+WANTED = {
+    "timestamp": "not a valid timestamp (unix seconds or milliseconds, or ISO 8601 text)",
+    "turn": "not a valid turn (a whole number from 0 to 2^31-1)",
+    "anony": "not a valid anony (true/false, 1/0, yes/no)",
+}
+COUNT = "not a valid count (a whole number from 0 to 2^53-1)"
 
 #: A wrong-type check: (reason, flag, field, detail). The row is bad where ``flag`` (on source columns) holds
 #: and, when a ``field`` is named, its parsed value is null.
@@ -35,12 +45,12 @@ def field_exprs(schema: pl.Schema, col: dict[str, str]) -> tuple[dict[str, pl.Ex
     category) a plan maps, as expressions on the source columns, with the wrong-type check of each typed one."""
     out: dict[str, pl.Expr] = {}
     bad: list[Check] = []
-    parsers = {"timestamp": parse_timestamp, "turn": parse_integer, "anony": parse_boolean, **{c: parse_count for c in META_COLUMNS}}
+    parsers = {"timestamp": parse_timestamp, "turn": parse_turn, "anony": parse_boolean, **{c: parse_count for c in META_COLUMNS}}
     for name, parse in parsers.items():
         if name in col:
             out[name] = parse(col[name], schema[col[name]])
             present = parse_text(col[name], schema[col[name]]).is_not_null()
-            bad.append((QuarantineReason.WRONG_TYPE.value, present, name, f"{col[name]}: not a valid {name}"))
+            bad.append((QuarantineReason.WRONG_TYPE.value, present, name, f"{col[name]}: {WANTED.get(name, COUNT)}"))
     for name in ("judge", "question_id", "language", "category"):
         if name in col:
             out[name] = parse_text(col[name], schema[col[name]])
@@ -115,9 +125,12 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
             meta_expr, meta_dtype = pl.col(col["conv_metadata"]), dtype
         for side in ("a", "b"):
             for count, path in meta_paths(side).items():
-                value = field_path(meta_expr, meta_dtype, path)
-                if value is not None:
-                    out[f"meta_{count}_{side}"] = value
+                found = field_path(meta_expr, meta_dtype, path)
+                if found is not None:
+                    value, leaf = found
+                    out[f"meta_{count}_{side}"] = whole_number(value, leaf, MAX_COUNT)
+                    named = ".".join((col["conv_metadata"], *path))
+                    bad.append((QuarantineReason.WRONG_TYPE.value, value.is_not_null(), f"meta_{count}_{side}", f"{named}: {COUNT}"))
 
     if decoded:
         batch = batch.with_columns(pl.Series(f"__{k}", v) for k, v in decoded.items())

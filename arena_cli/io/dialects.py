@@ -12,11 +12,12 @@ import polars as pl
 from arena_cli.errors import InputError
 from arena_cli.io.fields import decode_json
 from arena_cli.io.options import InputOptions
-from arena_cli.io.readers import CONTAINERS, RAW, ROW, container_of
+from arena_cli.io.files import CONTAINERS, check_file, container_of, sniff_container
+from arena_cli.io.readers import RAW, ROW
 from arena_cli.schema import CONVERSATION, META_COLUMNS, OUTCOMES, WINNER_LABELS
 
-#: The ``--format`` values: a container, ``auto`` (by extension) or ``kaggle`` (a container by extension,
-#: read in the Kaggle dialect).
+#: The ``--input-format`` values: a container, ``auto`` (by extension, else by content) or ``kaggle`` (a
+#: container so found, read in the Kaggle dialect).
 FORMATS = ("auto", *CONTAINERS, "kaggle")
 
 #: Fields a user can map with ``--map FIELD=COLUMN``.
@@ -68,7 +69,7 @@ def plan_for(columns: list[str], options: InputOptions, source: str, previous: P
         present = list(dict.fromkeys([*previous.columns.values(), *previous.extras, *present]))
         kaggle = previous.dialect == "kaggle"
     else:
-        kaggle = options.fmt == "kaggle" or (not options.mapping and {"winner_model_a", "winner_model_b"} <= set(present))
+        kaggle = options.fmt == "kaggle" or (not _mapped_columns(options) and {"winner_model_a", "winner_model_b"} <= set(present))
     chosen: dict[str, str] = {}
     if kaggle:
         missing = [c for c in ("model_a", "model_b", "winner_model_a", "winner_model_b") if c not in present]
@@ -82,7 +83,7 @@ def plan_for(columns: list[str], options: InputOptions, source: str, previous: P
             found = next((c for c in candidates if c in present), None)
             if found is not None:
                 chosen[target] = found
-        if options.mapping:
+        if _mapped_columns(options):
             # A mapped file is not an LMArena export: its "id" may name a pair or a prompt, not a vote, so
             # its ids are used only when mapped explicitly; otherwise every vote gets a content-hash id.
             chosen.pop("battle_id", None)
@@ -105,6 +106,11 @@ def plan_for(columns: list[str], options: InputOptions, source: str, previous: P
     consumed |= set(chosen.values()) | set(EXPORTED_PROVENANCE)
     extras = tuple(c for c in present if c not in consumed)
     return Plan("kaggle" if kaggle else "arena", chosen, extras)
+
+
+def _mapped_columns(options: InputOptions) -> dict[str, str]:
+    """The ``--map`` entries that name a column (``--map battle_id=`` names none: it only drops the ids)."""
+    return {field: column for field, column in options.mapping.items() if column}
 
 
 def winner_labels(options: InputOptions) -> dict[str, str]:
@@ -166,11 +172,12 @@ def kaggle_conversation(frame: pl.DataFrame, response: str) -> tuple[pl.Series, 
 
 
 def container_for(path: Path, options: InputOptions) -> str:
-    """The container to read ``path`` as: ``--format``'s, or the one its extension names."""
+    """The container to read ``path`` as: ``--input-format``'s, else the one its name says, else the one its
+    content shows (standard input, an unknown extension)."""
     if options.fmt not in FORMATS:
-        raise InputError(f"--format {options.fmt}: unknown format (one of: {', '.join(FORMATS)})")
+        raise InputError(f"--input-format {options.fmt}: unknown format (one of: {', '.join(FORMATS)})")
     if options.fmt in ("auto", "kaggle"):
-        return container_of(path)
+        return container_of(path) or sniff_container(path)
     return options.fmt
 
 
@@ -182,8 +189,7 @@ def check_sources(paths: list[Path], options: InputOptions) -> dict[str, str]:
         if mapped not in MAPPABLE:
             raise InputError(f"--map {mapped}=...: unknown field (one of: {', '.join(MAPPABLE)})")
     for path in paths:
-        if not Path(path).is_file():
-            raise InputError(f"no such file: {path}")
+        check_file(path)
         container_for(Path(path), options)
     return labels
 

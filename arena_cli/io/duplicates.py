@@ -138,6 +138,22 @@ def split_duplicates(frame: pl.DataFrame, seen: pl.DataFrame) -> tuple[pl.DataFr
     return new, duplicates, conflicts
 
 
+class SourceIds:
+    """The ids one source has given so far, as 64-bit hashes (an eighth of the ids' memory; a collision only
+    miscounts a warning): which rows reuse the id of an earlier row of the same source (see
+    :func:`arena_cli.io.results.source_notes`)."""
+
+    def __init__(self) -> None:
+        self.hashes = pl.Series(dtype=pl.UInt64)
+
+    def reused(self, ids: pl.Series) -> pl.Series:
+        """Per id (null: none): whether an earlier row of the source, in this batch or before, had it."""
+        hashed = ids.hash()
+        reused = ids.is_not_null() & (~hashed.is_first_distinct() | hashed.is_in(self.hashes.implode()))
+        self.hashes = pl.concat([self.hashes, hashed.filter(ids.is_not_null()).unique()])
+        return reused
+
+
 def conflict_rows(conflicts: pl.DataFrame, raw_of: Callable[[pl.Series], pl.Series]) -> pl.DataFrame:
     return pl.DataFrame(
         {

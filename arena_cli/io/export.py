@@ -25,9 +25,9 @@ def export_table(store: Path | None, table: str, output: Path, fmt: str | None =
     stored = opened.read(table)
     frame = stored if stored is not None else pl.DataFrame()
     if where:
-        from arena_cli.io.battles import where_expression
+        from arena_cli.io.battles import filtered_by
 
-        frame = frame.filter(where_expression(where))
+        frame = filtered_by(frame, where)
     if fmt == "parquet":
         atomic_write(Path(output), lambda tmp: frame.write_parquet(tmp, compression="zstd"))
         return frame.height

@@ -47,13 +47,30 @@ def parse_timestamp(col: str, dtype: pl.DataType) -> pl.Expr:
     return pl.coalesce([from_epoch, *parsed])
 
 
-def parse_integer(col: str, dtype: pl.DataType, width: pl.DataType = pl.Int32()) -> pl.Expr:
-    number = pl.col(col).cast(pl.Float64, strict=False) if dtype.is_numeric() else pl.col(col).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
-    return pl.when(number == number.floor()).then(number).cast(pl.Int64, strict=False).cast(width, strict=False)
+#: The largest count read: a JSON or CSV number is read as a double, which holds every whole number up to here
+#: exactly (and a typed column's larger values could not be told from their neighbours once read as one).
+MAX_COUNT = 2**53 - 1
+#: The largest turn number: the canonical ``turn`` is an Int32.
+MAX_TURN = 2**31 - 1
+
+
+def whole_number(value: pl.Expr, dtype: PolarsDataType, maximum: int) -> pl.Expr:
+    """``value`` (text, or a typed number) as an Int64 when it is a whole number from 0 to ``maximum``; else
+    null, for the caller to reject: a fraction, a negative or too large number, a boolean or other text is never
+    rounded, clipped or read as absent."""
+    if dtype.is_numeric():
+        number = value.cast(pl.Float64, strict=False)
+    else:
+        number = value.cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    return pl.when((number == number.floor()) & number.is_between(0, maximum)).then(number).cast(pl.Int64, strict=False)
+
+
+def parse_turn(col: str, dtype: pl.DataType) -> pl.Expr:
+    return whole_number(pl.col(col), dtype, MAX_TURN).cast(pl.Int32)
 
 
 def parse_count(col: str, dtype: pl.DataType) -> pl.Expr:
-    return parse_integer(col, dtype, pl.Int64())
+    return whole_number(pl.col(col), dtype, MAX_COUNT)
 
 
 def parse_boolean(col: str, dtype: pl.DataType) -> pl.Expr:
@@ -112,7 +129,8 @@ def meta_text_dtype() -> pl.Struct:
     return pl.Struct(fields)
 
 
-def field_path(expr: pl.Expr, dtype: PolarsDataType, path: tuple[str, ...]) -> pl.Expr | None:
+def field_path(expr: pl.Expr, dtype: PolarsDataType, path: tuple[str, ...]) -> tuple[pl.Expr, PolarsDataType] | None:
+    """The value at ``path`` in a struct column, with its type; None where the struct has no such field."""
     for name in path:
         if not isinstance(dtype, pl.Struct):
             return None
@@ -120,8 +138,7 @@ def field_path(expr: pl.Expr, dtype: PolarsDataType, path: tuple[str, ...]) -> p
         if name not in fields:
             return None
         expr, dtype = expr.struct.field(name), fields[name]
-    return expr.cast(pl.String).cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
-
+    return expr, dtype
 
 
 def by_distinct(batch: pl.DataFrame, column: str, expr: pl.Expr) -> pl.Expr:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from arena_cli.errors import RejectedRowsError
+from arena_cli.errors import InputError, RejectedRowsError
 from arena_cli.io.dialects import check_sources
 from arena_cli.io.duplicates import NO_BATTLES, seen_keys
 from arena_cli.io.options import InputOptions
@@ -37,9 +37,17 @@ def ingest_to_store(store: Store, paths: list[Path], options: InputOptions | Non
 
     Idempotent: battles already stored are counted as duplicates. Quarantined rows are stored too, except
     rows already quarantined earlier (same source, row, reason and content). With ``strict``, any rejected
-    row aborts the run and the store is left unchanged.
+    row aborts the run and the store is left unchanged; so does a source that cannot be read to its end
+    (a truncated or corrupt file).
     """
-    options = options or InputOptions()
+    try:
+        return _ingest(store, paths, options or InputOptions(), strict, lock_wait, on_batch)
+    except InputError as error:
+        raise InputError(f"{error}; nothing was ingested, the store is unchanged") from None
+
+
+def _ingest(store: Store, paths: list[Path], options: InputOptions, strict: bool, lock_wait: float,
+            on_batch: Callable[[SourceSummary], None] | None) -> list[SourceSummary]:
     summaries: dict[str, SourceSummary] = {}
     with store.write(wait=lock_wait) as tx:
         stored = store.scan("battles", ["battle_id", "content_hash"])

@@ -1,4 +1,4 @@
-"""Containers: turn a file (JSONL, JSON array, CSV, parquet; optionally gzip-compressed) into batches of rows.
+"""Containers: turn a file (JSONL, JSON array, CSV, parquet; text optionally compressed) into batches of rows.
 
 A reader yields :class:`RawBatch` objects: the parsed rows as a frame (``__row`` = 1-based line or record
 number, ``__raw`` = the original text when cheap to keep) plus the rows it could not parse at all, already in
@@ -9,7 +9,6 @@ columns *mean* is decided later, by the dialects in :mod:`arena_cli.io.ingest`.
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import json
 import re
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     from polars._typing import PolarsDataType
 
 from arena_cli.errors import InputError
+from arena_cli.io.files import check_file, local_path, opened, parquet_content, text_content
 from arena_cli.schema import QUARANTINE_SCHEMA, QuarantineReason
 
 ROW = "__row"
@@ -36,32 +36,6 @@ DEFAULT_BATCH_ROWS = 200_000
 class RawBatch:
     frame: pl.DataFrame      # source columns + ROW (+ RAW for text containers)
     rejected: pl.DataFrame   # QUARANTINE_SCHEMA rows: unparseable / non-UTF-8 lines
-
-
-CONTAINERS = ("jsonl", "json", "csv", "parquet")
-
-
-def container_of(path: Path) -> str:
-    """The container a file's extension names (``.gz`` looked through)."""
-    suffixes = [s.lower() for s in Path(path).suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes = suffixes[:-1]
-    ext = suffixes[-1] if suffixes else ""
-    kinds = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".pq": "parquet"}
-    if ext not in kinds:
-        raise InputError(f"{path}: cannot tell the format from the extension {ext or '(none)'!r}; use --format")
-    return kinds[ext]
-
-
-def _open_binary(path: Path):
-    path = Path(path)
-    try:
-        handle = open(path, "rb")
-    except OSError as error:
-        raise InputError(f"cannot read {path}: {error.strerror}") from None
-    if path.suffix.lower() == ".gz":
-        return gzip.GzipFile(fileobj=handle)
-    return handle
 
 
 class _Bad:
@@ -239,7 +213,7 @@ def read_jsonl(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[Raw
     source = str(path)
     rows: list[int] = []
     block = bytearray()
-    with _open_binary(path) as handle:
+    with opened(path) as handle:
         for number, line in enumerate(handle, start=1):
             line = line.rstrip(b"\r\n")
             if number == 1:
@@ -265,15 +239,22 @@ def _record_line(record: Any) -> bytes:
 
 
 def read_json_array(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBatch]:
-    """A JSON array of objects (FastChat's battle dumps). Rows are numbered by record (1-based)."""
-    with _open_binary(path) as handle:
+    """A JSON array of objects (FastChat's battle dumps). Rows are numbered by record (1-based). The array is
+    parsed whole, so a damaged one (cut off, say) is an input error: none of it is read. An empty file is an
+    empty log."""
+    with opened(path) as handle:
         data = handle.read()
+    if not data.strip():
+        return
     try:
         records = json.loads(data)
     except UnicodeDecodeError as error:
-        raise InputError(f"{path}: not UTF-8 ({error}); a JSON array is parsed whole, so nothing was stored") from None
+        raise InputError(f"{path}: not UTF-8 ({error}); a JSON array is parsed whole, so none of it was read") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply to parse; none of it was read") from None
     except ValueError as error:
-        raise InputError(f"{path}: not valid JSON ({error}); a JSON array is parsed whole, so nothing was stored") from None
+        hint = "; it looks like JSON lines: use --input-format jsonl" if getattr(error, "msg", "") == "Extra data" and data.lstrip()[:1] == b"{" else ""
+        raise InputError(f"{path}: not valid JSON ({error}); a JSON array is parsed whole, so none of it was read{hint}") from None
     if isinstance(records, dict):
         records = [records]
     if not isinstance(records, list):
@@ -315,7 +296,7 @@ def read_csv(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBa
     source = str(path)
     csv.field_size_limit(sys.maxsize)
     delimiter = "\t" if ".tsv" in [s.lower() for s in Path(path).suffixes] else ","
-    with _open_binary(path) as binary:
+    with opened(path) as binary:
         lines = _RecordingLines(io.TextIOWrapper(binary, encoding="utf-8", errors="surrogateescape", newline=""))
         reader = csv.reader(lines, delimiter=delimiter)
         try:
@@ -327,6 +308,10 @@ def read_csv(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBa
         lines.take()
         if header and header[0].startswith("\ufeff"):
             header[0] = header[0][1:]
+        if not any(header):
+            raise InputError(f"{path}: the first line, the CSV header, is empty")
+        if any(_damaged_text(name) for name in header):
+            raise InputError(f"{path}: the CSV header has bytes that are not UTF-8 text (or NUL characters): {_shown(header)}")
         if len(set(header)) != len(header):
             raise InputError(f"{path}: duplicate column names in the CSV header")
         width = len(header)
@@ -357,6 +342,9 @@ def read_csv(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBa
             if any("\udc80" <= ch <= "\udcff" for ch in raw):
                 bad.add(row, QuarantineReason.NON_UTF8, "invalid UTF-8 bytes", raw.encode("utf-8", errors="surrogateescape"))
                 continue
+            if "\x00" in raw:
+                bad.add(row, QuarantineReason.UNPARSEABLE, "a NUL character (binary data?)", raw.encode())
+                continue
             if len(fields) != width:
                 bad.add(row, QuarantineReason.UNPARSEABLE, f"{len(fields)} fields, the header has {width}", raw.encode())
                 continue
@@ -373,26 +361,54 @@ def read_csv(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBa
             yield flush()
 
 
+def _damaged_text(text: str) -> bool:
+    """Text read with invalid UTF-8 bytes (as surrogate escapes) or NUL characters."""
+    return "\x00" in text or any("\udc80" <= ch <= "\udcff" for ch in text)
+
+
+def _shown(header: list[str]) -> str:
+    return ",".join(header).encode("utf-8", errors="surrogateescape").decode("utf-8", errors="backslashreplace").replace("\x00", "\\x00")[:120]
+
+
+#: What reading a damaged parquet file raises: polars' errors, and the panics of its decoder (not Exceptions).
+PARQUET_ERRORS = (Exception, pl.exceptions.PanicException)
+
+
+def corrupt_parquet(path: Path, error: BaseException) -> InputError:
+    """The one-line error for a parquet file polars cannot read (its messages can run to several lines)."""
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return InputError(f"{path}: corrupt or truncated parquet ({first})")
+
+
 def parquet_schema(path: Path) -> pl.Schema:
+    parquet_content(path)
     try:
-        return pl.Schema(pl.read_parquet_schema(path))
-    except Exception as error:
-        raise InputError(f"{path}: unreadable parquet file ({error})") from None
+        return pl.Schema(pl.read_parquet_schema(local_path(path)))
+    except PARQUET_ERRORS as error:
+        raise corrupt_parquet(path, error) from None
+
+
+def scan_parquet(path: Path) -> pl.LazyFrame:
+    return pl.scan_parquet(local_path(path))
 
 
 def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list[str] | None = None) -> Iterator[RawBatch]:
     """Parquet keeps its types; rows are numbered by record (1-based). ``__raw`` is filled in only for the
     rows that end up quarantined (see the ingest), since typed rows need no text copy. ``columns``: read
-    only these."""
+    only these. Damage found in any batch is an input error (the footer, checked first, can be sound)."""
+    parquet_content(path)
     try:
-        lazy = pl.scan_parquet(path)
+        lazy = scan_parquet(path)
         if columns is not None:
             lazy = lazy.select(columns)
         total = lazy.select(pl.len()).collect().item()
-    except Exception as error:
-        raise InputError(f"{path}: unreadable parquet file ({error})") from None
+    except PARQUET_ERRORS as error:
+        raise corrupt_parquet(path, error) from None
     for start in range(0, total, batch_rows):
-        frame = lazy.slice(start, batch_rows).collect()
+        try:
+            frame = lazy.slice(start, batch_rows).collect()
+        except PARQUET_ERRORS as error:
+            raise corrupt_parquet(path, error) from None
         frame = frame.with_columns(pl.int_range(start + 1, start + 1 + frame.height, dtype=pl.Int64).alias(ROW))
         yield RawBatch(frame, pl.DataFrame(schema=QUARANTINE_SCHEMA))
 
@@ -402,8 +418,8 @@ READERS = {"jsonl": read_jsonl, "json": read_json_array, "csv": read_csv, "parqu
 
 def read_batches(path: Path, container: str, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list[str] | None = None) -> Iterator[RawBatch]:
     """Batches of a file. ``columns`` (parquet only; text containers parse whole rows anyway): read only these."""
-    if not Path(path).exists():
-        raise InputError(f"no such file: {path}")
+    check_file(path)
     if container == "parquet":
         return read_parquet(Path(path), batch_rows, columns)
+    text_content(path, container)
     return READERS[container](Path(path), batch_rows)

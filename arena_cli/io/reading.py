@@ -18,7 +18,7 @@ import polars as pl
 
 from arena_cli.io.canonical import align, canonicalize, raw_of
 from arena_cli.io.dialects import Plan, check_sources, container_for, plan_for
-from arena_cli.io.duplicates import NO_BATTLES, NO_OCCURRENCES, add_hashes, conflict_rows, seen_keys, split_duplicates
+from arena_cli.io.duplicates import NO_BATTLES, NO_OCCURRENCES, SourceIds, add_hashes, conflict_rows, seen_keys, split_duplicates
 from arena_cli.io.lean import IDENTITY, LeanIds, LeanParquet, lean_parquet, lean_plan, select_wanted
 from arena_cli.io.options import InputOptions
 from arena_cli.io.readers import read_batches
@@ -96,11 +96,14 @@ def stream(paths: list[Path], options: InputOptions, seen: pl.DataFrame) -> Iter
     labels = check_sources(paths, options)
     for path in paths:
         occurrences = NO_OCCURRENCES
+        source_ids = SourceIds()
         for summary, rows, accepted, rejected in _validated(Path(path), options, labels):
             if rows is not None:
+                reused_rows = accepted.filter(source_ids.reused(accepted["battle_id"]))["source_row"]
                 accepted, occurrences = add_hashes(accepted, occurrences)
                 accepted, duplicates, conflicts = split_duplicates(accepted, seen)
                 summary.duplicates += duplicates
+                summary.reused_ids += int(conflicts["source_row"].is_in(reused_rows.implode()).sum())
                 conflicted = conflict_rows(conflicts, partial(raw_of, rows))
                 summary.quarantined.update(conflicted["reason"].to_list())
                 rejected = pl.concat([rejected, conflicted])
@@ -178,6 +181,7 @@ def _validated(
             yield summary, None, pl.DataFrame(), raw.rejected
             continue
         plan = plan_for(raw.frame.columns, options, str(path), previous=plan)
+        summary.id_column = plan.columns.get("battle_id")
         rows = align(raw.frame, plan)
         accepted, invalid = canonicalize(rows, plan if columns is None else lean_plan(plan, columns), labels, str(path))
         summary.quarantined.update(invalid["reason"].to_list())

@@ -14,12 +14,11 @@ from pathlib import Path
 
 import polars as pl
 
-from arena_cli.errors import InputError
 from arena_cli.exprs import lookup
 from arena_cli.io.canonical import canonicalize, extra_exprs, field_exprs, id_expr
 from arena_cli.io.fields import changed_values, parse_text
 from arena_cli.io.lean import LeanIds, LeanParquet, select_wanted
-from arena_cli.io.readers import ROW
+from arena_cli.io.readers import ROW, corrupt_parquet, scan_parquet
 from arena_cli.io.results import IngestResult, ReadPath, SourceSummary
 from arena_cli.schema import Frame, conform, empty_quarantine
 
@@ -64,14 +63,14 @@ def read_streamed(
 
 
 def _scan(path: Path, lean: LeanParquet) -> pl.LazyFrame:
-    return pl.scan_parquet(path).select(lean.columns)
+    return scan_parquet(path).select(lean.columns)
 
 
 def _streamed_collect(query: Frame, path: Path) -> pl.DataFrame:
     try:
         return query.lazy().collect(engine="streaming")
-    except pl.exceptions.PolarsError as error:
-        raise InputError(f"{path}: unreadable parquet file ({error})") from None
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as error:
+        raise corrupt_parquet(path, error) from None
 
 
 def _as_is(lean: LeanParquet, labels: dict[str, str]) -> pl.Expr:
