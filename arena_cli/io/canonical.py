@@ -5,13 +5,17 @@ rows (each keeping its original content, source, row and reason).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
+from arena_cli.features.registry import FEATURES, side_columns
 from arena_cli.io.dialects import Plan, kaggle_conversation, kaggle_outcome
 from arena_cli.io.fields import (
     MAX_COUNT,
     by_distinct,
     decode_json,
+    non_negative,
     field_path,
     json_text,
     meta_text_dtype,
@@ -40,11 +44,12 @@ COUNT = "not a valid count (a whole number from 0 to 2^53-1)"
 Check = tuple[str, pl.Expr, str | None, str]
 
 
-def field_exprs(schema: pl.Schema, col: dict[str, str]) -> tuple[dict[str, pl.Expr], list[Check]]:
+def field_exprs(schema: pl.Schema, col: dict[str, str], extras: Sequence[str] = ()) -> tuple[dict[str, pl.Expr], list[Check]]:
     """The typed fields (timestamp, turn, anony, counts) and plain text fields (judge, question_id, language,
-    category) a plan maps, as expressions on the source columns, with the wrong-type check of each typed one."""
+    category) a plan maps, as expressions on the source columns, with the wrong-type check of each typed one;
+    and the checks of the ``extras`` that hold precomputed style features (see :func:`feature_checks`)."""
     out: dict[str, pl.Expr] = {}
-    bad: list[Check] = []
+    bad: list[Check] = feature_checks(schema, extras)
     parsers = {"timestamp": parse_timestamp, "turn": parse_turn, "anony": parse_boolean, **{c: parse_count for c in META_COLUMNS}}
     for name, parse in parsers.items():
         if name in col:
@@ -55,6 +60,28 @@ def field_exprs(schema: pl.Schema, col: dict[str, str]) -> tuple[dict[str, pl.Ex
         if name in col:
             out[name] = parse_text(col[name], schema[col[name]])
     return out, bad
+
+
+#: Per-side style feature columns a source may give precomputed (``tokens_a``, ``h1_b``, ``bold_density_a``):
+#: the fit reads them as counts, or (densities) as numbers of at least 0.
+FEATURE_COUNT_COLUMNS = frozenset(c for f in FEATURES if f.is_count for c in side_columns(f.name))
+FEATURE_DENSITY_COLUMNS = frozenset(c for f in FEATURES if not f.is_count for c in side_columns(f.name))
+
+
+def feature_checks(schema: pl.Schema, extras: Sequence[str]) -> list[Check]:
+    """A row whose precomputed style feature is not a count (a density: not a number of at least 0) has a wrong
+    type, as a stored ``conv_metadata`` count would: left in, it would stop every fit that uses the feature."""
+    checks: list[Check] = []
+    for name in extras:
+        if name in FEATURE_COUNT_COLUMNS:
+            valid, wanted = whole_number(pl.col(name), schema[name], MAX_COUNT), COUNT
+        elif name in FEATURE_DENSITY_COLUMNS:
+            valid, wanted = non_negative(pl.col(name), schema[name]), "not a valid density (a number of at least 0)"
+        else:
+            continue
+        present = parse_text(name, schema[name]).is_not_null()
+        checks.append((QuarantineReason.WRONG_TYPE.value, present & valid.is_null(), None, f"{name}: {wanted}"))
+    return checks
 
 
 def extra_exprs(schema: pl.Schema, plan: Plan) -> dict[str, pl.Expr]:
@@ -90,7 +117,7 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
 
     # the wrong-type flags are computed with the fields in one pass; the checks then only read computed
     # columns, so no parser runs twice
-    fields, bad = field_exprs(schema, col)
+    fields, bad = field_exprs(schema, col, plan.extras)
     out.update(fields)
 
     decoded: dict[str, pl.Series] = {}

@@ -65,6 +65,15 @@ def whole_number(value: pl.Expr, dtype: PolarsDataType, maximum: int) -> pl.Expr
     return pl.when((number == number.floor()) & number.is_between(0, maximum)).then(number).cast(pl.Int64, strict=False)
 
 
+def non_negative(value: pl.Expr, dtype: PolarsDataType) -> pl.Expr:
+    """``value`` (text, or a typed number) as a Float64 when it is a finite number of at least 0, else null."""
+    if dtype.is_numeric():
+        number = value.cast(pl.Float64, strict=False)
+    else:
+        number = value.cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    return pl.when(number.is_finite() & (number >= 0)).then(number)
+
+
 def parse_turn(col: str, dtype: pl.DataType) -> pl.Expr:
     return whole_number(pl.col(col), dtype, MAX_TURN).cast(pl.Int32)
 

@@ -13,13 +13,17 @@ from pathlib import Path
 
 import polars as pl
 
+from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMNS
 from arena_cli.io.dialects import Plan, plan_for
 from arena_cli.io.options import InputOptions
 from arena_cli.io.readers import parquet_schema
 from arena_cli.schema import META_COLUMNS, FrameT
 
 #: Fields whose values can reject a row: a lean read reads and checks them even when it keeps none of them.
-VALIDATED = ("model_a", "model_b", "outcome", "timestamp", "turn", "anony", "conversation_a", "conversation_b", "conv_metadata", *META_COLUMNS)
+VALIDATED = (
+    "model_a", "model_b", "outcome", "timestamp", "turn", "anony", "conversation_a", "conversation_b", "conv_metadata",
+    *META_COLUMNS, *sorted(FEATURE_COUNT_COLUMNS | FEATURE_DENSITY_COLUMNS),
+)
 #: Columns that only a full read computes (a lean read is refused when any is asked for).
 IDENTITY = ("battle_id", "content_hash", "source_file", "source_row")
 

@@ -151,8 +151,9 @@ def _python_objects_frame(rows: list[int], texts: list[str], bad: _Bad) -> pl.Da
             if not isinstance(value, dict):
                 raise ValueError(f"a JSON {type(value).__name__}, not an object")
             json.dumps(value, ensure_ascii=False).encode("utf-8")  # a lone surrogate escape is no character
-        except (ValueError, UnicodeEncodeError) as error:
-            bad.add(row, QuarantineReason.UNPARSEABLE, f"invalid JSON: {error}", text.encode("utf-8", errors="surrogatepass"))
+        except (ValueError, UnicodeEncodeError, RecursionError) as error:
+            reason = "nested too deeply" if isinstance(error, RecursionError) else str(error)
+            bad.add(row, QuarantineReason.UNPARSEABLE, f"invalid JSON: {reason}", text.encode("utf-8", errors="surrogatepass"))
             continue
         kept_rows.append(row)
         kept_texts.append(text)

@@ -79,10 +79,10 @@ def _as_is(lean: LeanParquet, labels: dict[str, str]) -> pl.Expr:
     parse."""
     schema, col = lean.schema, lean.plan.columns
     a, b, outcome = (pl.col(col[f]) for f in ("model_a", "model_b", "outcome"))
-    fields, checks = field_exprs(schema, col)
+    fields, checks = field_exprs(schema, col, lean.plan.extras)
     return pl.all_horizontal(
         a.is_not_null(), b.is_not_null(), a != b, outcome.is_in(list(labels)),
-        *[~(flag & fields[field].is_null()) for _, flag, field, _ in checks if field is not None],
+        *[~(flag & fields[field].is_null()) if field is not None else ~flag for _, flag, field, _ in checks],
     ).fill_null(False)
 
 
