@@ -17,6 +17,7 @@ from arena_cli.io.fields import (
     decode_json,
     non_negative,
     field_path,
+    is_given,
     json_text,
     meta_text_dtype,
     parse_boolean,
@@ -157,7 +158,7 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
                     value, leaf = found
                     out[f"meta_{count}_{side}"] = whole_number(value, leaf, MAX_COUNT)
                     named = ".".join((col["conv_metadata"], *path))
-                    bad.append((QuarantineReason.WRONG_TYPE.value, value.is_not_null(), f"meta_{count}_{side}", f"{named}: {COUNT}"))
+                    bad.append((QuarantineReason.WRONG_TYPE.value, is_given(value, leaf), f"meta_{count}_{side}", f"{named}: {COUNT}"))
 
     if decoded:
         batch = batch.with_columns(pl.Series(f"__{k}", v) for k, v in decoded.items())

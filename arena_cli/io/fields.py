@@ -54,6 +54,11 @@ MAX_COUNT = 2**53 - 1
 MAX_TURN = 2**31 - 1
 
 
+def is_given(value: pl.Expr, dtype: PolarsDataType) -> pl.Expr:
+    """Whether a value is there: not null and, for text, not blank (as an empty CSV cell is absent)."""
+    return value.str.strip_chars() != "" if dtype == pl.String else value.is_not_null()
+
+
 def whole_number(value: pl.Expr, dtype: PolarsDataType, maximum: int) -> pl.Expr:
     """``value`` (text, or a typed number) as an Int64 when it is a whole number from 0 to ``maximum``; else
     null, for the caller to reject: a fraction, a negative or too large number, a boolean or other text is never

@@ -1,0 +1,429 @@
+"""Hostile input files and filters through every command that reads them: never a traceback, the documented exit
+code, one line naming the file (or the condition), and an ingest that leaves the store exactly as it was.
+
+Damaged containers (truncated, corrupt, not what their name says), damaged rows (quarantined, the rows around
+them read), empty files, standard input, directories, and --where conditions that are not per-battle
+true/false conditions.
+"""
+
+from __future__ import annotations
+
+import bz2
+import functools
+import gzip
+import io
+import json
+import lzma
+import os
+import random
+import re
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from arena_cli.cli import app
+from arena_cli.io.store import Store
+
+runner = CliRunner()
+
+MODELS = ["m1", "m2", "m3", "m4"]
+
+
+def votes(n: int = 400, seed: int = 0) -> list[dict]:
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        a, b = rng.sample(MODELS, 2)
+        rows.append({"question_id": f"q{seed}-{i}", "model_a": a, "model_b": b, "winner": rng.choice(["model_a", "model_b", "tie"]),
+                     "turn": 1 + i % 2, "language": rng.choice(["English", "German"])})
+    return rows
+
+
+def jsonl(rows: list[dict]) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+def csv_text(rows: list[dict]) -> bytes:
+    return ("model_a,model_b,winner\n" + "".join(f"{r['model_a']},{r['model_b']},{r['winner']}\n" for r in rows)).encode()
+
+
+def halved(data: bytes) -> bytes:
+    return data[: len(data) // 2]
+
+
+def flipped(data: bytes, start: int, length: int = 64) -> bytes:
+    damaged = bytearray(data)
+    for i in range(start, start + length):
+        damaged[i] ^= 0xA5
+    return bytes(damaged)
+
+
+@functools.cache
+def corrupt_parquet_bytes() -> bytes:
+    """A parquet file whose footer is sound and whose data pages are not, so that reading fails mid-file (parquet
+    has no required checksums: the first damage, from the middle on, that polars notices)."""
+    rng = random.Random(1)
+    n = 60_000
+    frame = pl.DataFrame({"model_a": [rng.choice(MODELS) for _ in range(n)], "model_b": [f"n{rng.randrange(30)}" for _ in range(n)],
+                          "winner": [rng.choice(["model_a", "model_b", "tie"]) for _ in range(n)], "turn": [rng.randrange(1, 5) for _ in range(n)]})
+    buffer = io.BytesIO()
+    frame.write_parquet(buffer, row_group_size=10_000, compression="zstd")
+    data = buffer.getvalue()
+    for offset in range(len(data) // 2, len(data) * 3 // 4, 499):
+        damaged = flipped(data, offset, 64)
+        try:
+            pl.read_parquet(io.BytesIO(damaged))
+        except BaseException:
+            return damaged
+    raise AssertionError("no damage polars notices")
+
+
+#: name -> (file name, content, a phrase the message must hold)
+DAMAGED = {
+    "truncated gzip": ("votes.jsonl.gz", lambda: halved(gzip.compress(jsonl(votes()))), "truncated gzip"),
+    "gzip with a bad CRC": ("votes.jsonl.gz", lambda: flipped(gzip.compress(jsonl(votes())), -8, 4), "corrupt gzip"),
+    "plain text named .gz": ("votes.jsonl.gz", lambda: jsonl(votes()), "not gzip"),
+    "truncated bz2": ("votes.csv.bz2", lambda: halved(bz2.compress(csv_text(votes()))), "truncated bz2"),
+    "corrupt xz": ("votes.jsonl.xz", lambda: flipped(lzma.compress(jsonl(votes())), 100), "corrupt xz"),
+    "zstd": ("votes.jsonl.zst", lambda: b"\x28\xb5\x2f\xfd" + b"\x00" * 40, "zstd"),
+    "UTF-16 text": ("votes.csv", lambda: csv_text(votes()).decode().encode("utf-16"), "UTF-16"),
+    "truncated parquet": ("votes.parquet", lambda: halved(corrupt_parquet_bytes()), "parquet"),
+    "corrupt parquet data": ("votes.parquet", corrupt_parquet_bytes, "corrupt or truncated parquet"),
+    "empty parquet": ("votes.parquet", lambda: b"", "parquet"),
+    "parquet named .jsonl": ("votes.jsonl", lambda: corrupt_parquet_bytes(), "holds parquet"),
+    "JSON lines named .parquet": ("votes.parquet", lambda: jsonl(votes()), "not parquet"),
+    "JSON array cut short": ("votes.json", lambda: halved(json.dumps(votes()).encode()), "not valid JSON"),
+    "CSV header not UTF-8": ("votes.csv", lambda: b"model_a,model_b,win\xffner\nm1,m2,tie\n", "CSV header"),
+    "a directory": ("votes", None, "is a directory"),
+    "a missing file": ("missing.jsonl", False, "no such file"),
+}
+
+
+@pytest.fixture(scope="module")
+def damaged(tmp_path_factory):
+    root = tmp_path_factory.mktemp("damaged")
+    paths = {}
+    for case, (name, content, _) in DAMAGED.items():
+        folder = root / case.replace(" ", "-")
+        folder.mkdir()
+        path = folder / name
+        if content is None:
+            path.mkdir()
+        elif content is not False:
+            path.write_bytes(content())
+        paths[case] = path
+    return paths
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """A store with some battles, to check that a failed ingest leaves it as it was."""
+    root = tmp_path_factory.mktemp("store") / "s"
+    source = root.parent / "good.jsonl"
+    source.write_bytes(jsonl(votes(200, seed=9)))
+    assert runner.invoke(app, ["ingest", str(source), "--store", str(root)]).exit_code == 0
+    return root
+
+
+def snapshot(root):
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+#: Every command that reads vote-log files, as the arguments around the file.
+COMMANDS = {
+    "ingest": lambda path, tmp, store: ["ingest", path, "--store", store],
+    "info": lambda path, tmp, store: ["info", path],
+    "fit": lambda path, tmp, store: ["fit", path, "--ci", "none"],
+    "diff": lambda path, tmp, store: ["diff", path],
+    "matrix": lambda path, tmp, store: ["matrix", path],
+    "report": lambda path, tmp, store: ["report", path, "-o", tmp / "report.html"],
+    "features": lambda path, tmp, store: ["features", path],
+}
+
+
+def arena(*args, input=None, env=None):
+    return runner.invoke(app, [str(a) for a in args], input=input, env=env)
+
+
+def one_line_error(result, *needles):
+    """The command failed with one line on stderr, an error naming what it was about, and no traceback."""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "Traceback" not in result.output and "internal error" not in result.stderr and "Aborted" not in result.output
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("case", DAMAGED)
+def test_a_damaged_file_is_exit_3_with_one_line_naming_it(damaged, store, tmp_path, command, case):
+    path = damaged[case]
+    before = snapshot(store)
+    result = arena(*COMMANDS[command](path, tmp_path, store))
+    assert result.exit_code == 3, result.output
+    one_line_error(result, str(path), DAMAGED[case][2])
+    assert snapshot(store) == before
+    assert not (tmp_path / "report.html").exists()
+    if command == "ingest" and case == "truncated gzip":  # found while reading, not before
+        assert "the store is unchanged" in result.stderr
+
+
+def test_a_damaged_file_among_good_ones_stores_nothing(damaged, store, tmp_path):
+    good = tmp_path / "good.jsonl"
+    good.write_bytes(jsonl(votes(50, seed=3)))
+    before = snapshot(store)
+    result = arena("ingest", good, damaged["truncated gzip"], "--store", store)
+    assert result.exit_code == 3
+    assert snapshot(store) == before
+
+
+def test_an_interrupted_gzip_is_never_taken_for_ctrl_d(damaged):
+    """Python reports a truncated gzip as EOFError, which the command line takes for Ctrl-D ("Aborted!")."""
+    result = arena("fit", damaged["truncated gzip"], env={"ARENA_DEBUG": ""})
+    assert result.exit_code == 3 and "Aborted" not in result.output
+
+
+def test_an_eof_error_under_arena_debug_shows_its_traceback(monkeypatch, tmp_path):
+    from arena_cli import api
+
+    def broken(*args, **kwargs):
+        raise EOFError("a bug that reads past the end")
+
+    monkeypatch.setattr(api, "describe", broken)
+    path = tmp_path / "v.jsonl"
+    path.write_bytes(jsonl(votes(10)))
+    result = arena("info", path, env={"ARENA_DEBUG": "1"})
+    assert result.exit_code == 1
+    assert "Aborted" not in result.output and "EOFError: a bug that reads past the end" in result.stderr
+
+
+def test_compressed_files_are_read_by_their_content(tmp_path):
+    rows = votes(300)
+    expected = arena("info", _write(tmp_path / "plain.jsonl", jsonl(rows)), "-f", "json")
+    for name, data in [("v.jsonl.gz", gzip.compress(jsonl(rows))), ("v.jsonl.bz2", bz2.compress(jsonl(rows))),
+                       ("v.jsonl.xz", lzma.compress(jsonl(rows))), ("gzipped-but-named.jsonl", gzip.compress(jsonl(rows)))]:
+        result = arena("info", _write(tmp_path / name, data), "-f", "json")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["tables"] == json.loads(expected.stdout)["tables"]
+
+
+def _write(path, data: bytes):
+    path.write_bytes(data)
+    return path
+
+
+# -- damage inside rows: quarantined, the rows around it read ---------------------------------------------------
+
+ROW_DAMAGE = {
+    "a cut-off last JSON line": ("v.jsonl", jsonl(votes(60))[:-30], {"unparseable": 1}),
+    "ragged CSV rows": ("v.csv", csv_text(votes(60)) + b"m1,m2\nm1,m2,tie,extra\n", {"unparseable": 2}),
+    "a NUL in a CSV row": ("v.csv", csv_text(votes(60)) + b"m1,m\x002,tie\n", {"unparseable": 1}),
+    "Latin-1 bytes in a CSV row": ("v.csv", csv_text(votes(60)) + b"m\xe91,m2,tie\n", {"non_utf8": 1}),
+    "a JSON line nested too deeply": ("v.jsonl", jsonl(votes(60)) + b'{"model_a": "m1", "x": ' + b"[" * 50_000 + b"]" * 50_000 + b"}\n", {"unparseable": 1}),
+}
+
+
+@pytest.mark.parametrize("case", ROW_DAMAGE)
+def test_damaged_rows_are_quarantined_and_counted_in_every_mode(tmp_path, case):
+    name, data, reasons = ROW_DAMAGE[case]
+    path = _write(tmp_path / name, data)
+    ingested = arena("ingest", path, "--store", tmp_path / "s", "--format", "json")
+    assert ingested.exit_code == 0, ingested.output
+    (summary,) = json.loads(ingested.stdout)["tables"]["sources"]
+    assert summary["quarantined"] == sum(reasons.values()) and summary["stored"] + summary["quarantined"] == summary["rows_read"]
+    assert dict(Store.open(tmp_path / "s").read("quarantine", ["reason"])["reason"].value_counts().iter_rows()) == reasons
+    fitted = arena("fit", path, "--ci", "none", "--min-battles", "1")
+    assert fitted.exit_code == 0, fitted.output
+    assert f"{sum(reasons.values())} row(s) skipped: " in fitted.stderr and str(path) in fitted.stderr
+
+
+# -- empty files: an empty log ------------------------------------------------------------------------------
+
+EMPTY = {"v.jsonl": b"", "blank.jsonl": b"\n  \n", "v.csv": b"", "header.csv": b"model_a,model_b,winner\n", "v.json": b"",
+         "array.json": b"[]", "v.jsonl.gz": b"", "empty-member.jsonl.gz": gzip.compress(b"")}
+
+
+@pytest.mark.parametrize("name", EMPTY)
+def test_an_empty_file_is_an_empty_log(tmp_path, name):
+    path = _write(tmp_path / name, EMPTY[name])
+    ingested = arena("ingest", path, "--store", tmp_path / "s")
+    assert ingested.exit_code == 0, ingested.output
+    assert f"{path}: no rows (an empty file)" in " ".join(ingested.stderr.split())
+    fitted = arena("fit", path)
+    assert fitted.exit_code == 6
+    one_line_error(fitted, f"no battles: {path} has no rows")
+
+
+def test_files_whose_every_row_is_dropped_say_why(tmp_path):
+    path = _write(tmp_path / "crowd.csv", b"left,right,verdict\nm1,m2,L\nm2,m3,R\n")
+    result = arena("fit", path, "--map", "model_a=left", "--map", "model_b=right", "--map", "outcome=verdict")
+    assert result.exit_code == 6
+    one_line_error(result, "none of the 2 row(s)", "unknown_winner 2", 'unknown winner label "L"', "--winner-map")
+
+
+# -- standard input --------------------------------------------------------------------------------------------
+
+
+def test_standard_input_is_read_as_dash(tmp_path):
+    rows = votes(300)
+    from_file = arena("info", _write(tmp_path / "v.jsonl", jsonl(rows)), "-f", "json")
+    expected = json.loads(from_file.stdout)["tables"]
+    for data, options in [(jsonl(rows), []), (gzip.compress(jsonl(rows)), []), (json.dumps(rows).encode(), []),
+                          (csv_text(rows), ["--input-format", "csv"])]:
+        result = arena("info", "-", *options, "-f", "json", input=data)
+        assert result.exit_code == 0, result.output
+        if not options:  # CSV has no question ids or languages
+            assert json.loads(result.stdout)["tables"] == expected
+    parquet = tmp_path / "v.parquet"
+    pl.DataFrame(rows).write_parquet(parquet)
+    assert arena("fit", "-", "--ci", "none", input=parquet.read_bytes()).exit_code == 0
+    ingested = arena("ingest", "-", "--store", tmp_path / "s", "--format", "json", input=jsonl(rows))
+    assert json.loads(ingested.stdout)["tables"]["sources"][0] == {
+        "source": "-", "rows_read": 300, "stored": 300, "duplicates": 0, "quarantined": 0, "quarantined_by_reason": ""}
+
+
+def test_standard_input_that_is_csv_needs_the_format(tmp_path):
+    result = arena("fit", "-", input=csv_text(votes(10)))
+    assert result.exit_code == 3
+    one_line_error(result, "-: cannot tell the format", "--input-format csv")
+
+
+def test_a_store_directory_given_as_a_file_points_at_store(store):
+    result = arena("fit", store)
+    assert result.exit_code == 3
+    one_line_error(result, f"{store} is a directory", f"--store {store}")
+
+
+# -- --where: a true/false condition on each battle ----------------------------------------------------------------
+
+BAD_WHERE = {
+    "turn + 1": "is not a true/false condition (it gives int32 values)",
+    "model_a": "is not a true/false condition (it gives string values)",
+    "NULL": "is not a true/false condition (it gives null values)",
+    "1": "is not a true/false condition",
+    "turn >": "cannot parse --where",
+    "language = 'x' AND": "cannot parse --where",
+    "model_a COLLATE \"C\" = 'x'": "Collate expressions are not supported",
+    "(turn, model_a) = (1, 'x')": "Tuple expressions are not supported",
+    "turn = 1; DROP TABLE battles": "cannot parse --where",
+    "colour = 'red'": "names unknown column(s) colour",
+    "turn = 'abc'": "failed: cannot compare string with numeric type",
+    "count(*) > 0": "is not a condition on each battle",
+    "sum(turn) > 10": "is not a condition on each battle",
+    "turn > avg(turn)": "is not a condition on each battle",
+    "ROW_NUMBER() OVER () < 10": "is not a condition on each battle",
+    "turn IN (SELECT 1)": "subqueries are not supported",
+}
+WHERE_COMMANDS = {
+    "info": lambda source, tmp, where: ["info", *source, "--where", where],
+    "fit": lambda source, tmp, where: ["fit", *source, "--ci", "none", "--where", where],
+    "diff": lambda source, tmp, where: ["diff", *source, "--where", where],
+    "matrix": lambda source, tmp, where: ["matrix", *source, "--where", where],
+    "report": lambda source, tmp, where: ["report", *source, "-o", tmp / "r.html", "--where", where],
+    "export": lambda source, tmp, where: ["export", *source, "-o", tmp / "out.csv", "--where", where],
+    "compare": lambda source, tmp, where: ["compare", source[1], source[1], "--old-where", where],
+}
+
+
+@pytest.fixture(scope="module")
+def vote_file(tmp_path_factory):
+    return _write(tmp_path_factory.mktemp("where") / "v.jsonl", jsonl(votes(300)))
+
+
+@pytest.mark.parametrize("command", WHERE_COMMANDS)
+@pytest.mark.parametrize("where", BAD_WHERE)
+def test_a_bad_where_is_exit_3_with_one_line_naming_it(store, vote_file, tmp_path, command, where):
+    sources = [["--store", store]] + ([[vote_file]] if command not in ("export", "compare") else [])
+    for source in sources:
+        result = arena(*WHERE_COMMANDS[command](source, tmp_path, where))
+        assert result.exit_code == 3, result.output
+        one_line_error(result, BAD_WHERE[where], repr(where)[1:-1] if "cannot parse" not in BAD_WHERE[where] else "--where")
+        assert not any(tmp_path.iterdir())
+
+
+def test_a_where_failing_on_values_is_exit_3(store):
+    result = arena("fit", "--store", store, "--ci", "none", "--where", "CAST(language AS INT) > 1")
+    assert result.exit_code == 3
+    one_line_error(result, "failed: conversion from `str` to `i32` failed")
+
+
+def test_a_good_where_on_a_literal_that_looks_like_an_aggregate_name(store):
+    result = arena("info", "--store", store, "--where", "model_a <> 'Len' AND language <> 'count'", "-f", "json")
+    assert result.exit_code == 0, result.output
+
+
+# -- ids that name prompts ---------------------------------------------------------------------------------------------
+
+
+def prompt_keyed_log(path):
+    """arena-hard-auto's battle log: a row per prompt, model and game, question_id naming the prompt."""
+    rng = random.Random(5)
+    rows = []
+    for q in range(60):
+        for model in MODELS[1:]:
+            for game in range(2):
+                a, b = (MODELS[0], model) if game == 0 else (model, MODELS[0])
+                rows.append({"question_id": f"prompt-{q}", "model_a": a, "model_b": b, "winner": rng.choice(["model_a", "model_b", "tie"]), "judge": "gpt-4"})
+    rows += rows[:30]  # the same judgments twice: exact duplicates by their ids
+    return _write(path, jsonl(rows)), len(rows)
+
+
+@pytest.mark.parametrize("command", ["info", "fit", "diff", "matrix", "report", "features"])
+def test_ids_that_name_prompts_are_said_and_content_ids_keep_every_vote(tmp_path, command):
+    path, n = prompt_keyed_log(tmp_path / "battles.jsonl")
+    variants = ["--variants", "none,plain=none", "--rounds", "20", "--min-battles", "1"]  # no texts: no style variant
+    args = {"fit": ["--ci", "none", "--min-battles", "1"], "report": ["-o", tmp_path / "r.html", *variants], "diff": variants,
+            "matrix": ["--min-battles", "1"]}.get(command, [])
+    result = arena(command, path, *args)
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.stderr.split())
+    assert "question_id probably names prompts" in said and "--map battle_id=" in said
+    duplicates = int(re.search(r"([\d,]+) exact duplicate row\(s\) dropped", said).group(1).replace(",", ""))
+    skipped = int(re.search(r"([\d,]+) row\(s\) skipped: conflicting_duplicate", said).group(1).replace(",", ""))
+    if command == "info":  # every row counted: kept, an exact duplicate or skipped
+        assert json.loads(arena("info", path, "-f", "json").stdout)["meta"]["overview"]["battles"] + duplicates + skipped == n
+    kept = arena(command, path, "--map", "battle_id=", *args)
+    assert kept.exit_code == 0, kept.output
+    warned = " ".join(line for line in kept.stderr.splitlines() if line.startswith("warning"))
+    assert "skipped" not in warned and "duplicate" not in warned and "prompts" not in warned
+    if command == "info":
+        assert json.loads(arena("info", path, "--map", "battle_id=", "-f", "json").stdout)["meta"]["overview"]["battles"] == n
+
+
+def test_ingest_says_when_ids_name_prompts(tmp_path):
+    path, n = prompt_keyed_log(tmp_path / "battles.jsonl")
+    result = arena("ingest", path, "--store", tmp_path / "s", "--format", "json")
+    assert "question_id probably names prompts" in " ".join(result.stderr.split())
+    assert any("probably names prompts" in w for w in json.loads(result.stdout)["meta"]["warnings"])
+    kept = arena("ingest", path, "--store", tmp_path / "t", "--map", "battle_id=")
+    assert kept.exit_code == 0 and Store.open(tmp_path / "t").rows("battles") == n
+
+
+def test_a_re_export_conflicting_with_the_store_is_not_taken_for_prompt_ids(tmp_path):
+    rows = votes(100)
+    first = _write(tmp_path / "day1.jsonl", jsonl(rows))
+    assert arena("ingest", first, "--store", tmp_path / "s").exit_code == 0
+    again = _write(tmp_path / "day1-with-category.jsonl", jsonl([{**r, "category": "chat"} for r in rows]))
+    result = arena("ingest", again, "--store", tmp_path / "s")
+    assert result.exit_code == 0 and "prompts" not in result.stderr
+
+
+def test_map_battle_id_empty_keeps_a_kaggle_csv_kaggle(tmp_path):
+    path = _write(tmp_path / "train.csv", b"id,model_a,model_b,prompt,response_a,response_b,winner_model_a,winner_model_b,winner_tie\n"
+                  b'1,m1,m2,"[""hi""]","[""a""]","[""b""]",1,0,0\n1,m1,m2,"[""hi""]","[""a""]","[""b""]",1,0,0\n')
+    result = arena("info", path, "--map", "battle_id=", "-f", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["meta"]["overview"]["battles"] == 2
+
+
+def test_no_hint_names_an_option_the_command_lacks(tmp_path):
+    """Every file-reading command has --input-format, --map and --winner-map; hints name them, not --format."""
+    path = _write(tmp_path / "votes.dat", csv_text(votes(5)))
+    for command in ("ingest", "info", "fit", "diff", "matrix", "features"):
+        result = arena(command, path, *(["--store", tmp_path / "s"] if command == "ingest" else []))
+        assert result.exit_code == 3 and "--input-format csv" in result.stderr, result.output
+    mapped = _write(tmp_path / "crowd.csv", b"left,right,verdict\nm1,m2,L\n")
+    result = arena("fit", mapped)
+    assert result.exit_code == 3 and "--map model_a=COL" in result.stderr
+    assert os.path.exists(mapped)
