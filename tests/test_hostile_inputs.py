@@ -249,7 +249,7 @@ def test_an_empty_file_is_an_empty_log(tmp_path, name):
     path = _write(tmp_path / name, EMPTY[name])
     ingested = arena("ingest", path, "--store", tmp_path / "s")
     assert ingested.exit_code == 0, ingested.output
-    assert f"{path}: no rows (an empty file)" in " ".join(ingested.stderr.split())
+    assert f"{path}: no rows (an empty log)" in " ".join(ingested.stderr.split())
     fitted = arena("fit", path)
     assert fitted.exit_code == 6
     one_line_error(fitted, f"no battles: {path} has no rows")

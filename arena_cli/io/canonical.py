@@ -15,11 +15,11 @@ from arena_cli.io.fields import (
     MAX_COUNT,
     by_distinct,
     decode_json,
-    non_negative,
     field_path,
     is_given,
     json_text,
     meta_text_dtype,
+    non_negative,
     parse_boolean,
     parse_count,
     parse_text,
@@ -80,8 +80,7 @@ def feature_checks(schema: pl.Schema, extras: Sequence[str]) -> list[Check]:
             valid, wanted = non_negative(pl.col(name), schema[name]), "not a valid density (a number of at least 0)"
         else:
             continue
-        present = parse_text(name, schema[name]).is_not_null()
-        checks.append((QuarantineReason.WRONG_TYPE.value, present & valid.is_null(), None, f"{name}: {wanted}"))
+        checks.append((QuarantineReason.WRONG_TYPE.value, is_given(pl.col(name), schema[name]) & valid.is_null(), None, f"{name}: {wanted}"))
     return checks
 
 

@@ -59,23 +59,27 @@ def is_given(value: pl.Expr, dtype: PolarsDataType) -> pl.Expr:
     return value.str.strip_chars() != "" if dtype == pl.String else value.is_not_null()
 
 
+def _as_number(value: pl.Expr, dtype: PolarsDataType) -> pl.Expr:
+    """A typed number or number text as a Float64; null for anything else (text that is no number, a boolean, a
+    nested value)."""
+    if dtype.is_nested():
+        return pl.lit(None, dtype=pl.Float64)
+    if dtype.is_numeric():
+        return value.cast(pl.Float64, strict=False)
+    return value.cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+
+
 def whole_number(value: pl.Expr, dtype: PolarsDataType, maximum: int) -> pl.Expr:
     """``value`` (text, or a typed number) as an Int64 when it is a whole number from 0 to ``maximum``; else
     null, for the caller to reject: a fraction, a negative or too large number, a boolean or other text is never
     rounded, clipped or read as absent."""
-    if dtype.is_numeric():
-        number = value.cast(pl.Float64, strict=False)
-    else:
-        number = value.cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    number = _as_number(value, dtype)
     return pl.when((number == number.floor()) & number.is_between(0, maximum)).then(number).cast(pl.Int64, strict=False)
 
 
 def non_negative(value: pl.Expr, dtype: PolarsDataType) -> pl.Expr:
     """``value`` (text, or a typed number) as a Float64 when it is a finite number of at least 0, else null."""
-    if dtype.is_numeric():
-        number = value.cast(pl.Float64, strict=False)
-    else:
-        number = value.cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    number = _as_number(value, dtype)
     return pl.when(number.is_finite() & (number >= 0)).then(number)
 
 

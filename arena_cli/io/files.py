@@ -55,12 +55,12 @@ CODECS = (
 #: Contents recognised by their first bytes that no container reads, and what to do about them (UTF-32's
 #: byte-order marks before UTF-16's, which they start with).
 FOREIGN = (
-    (b"\x28\xb5\x2f\xfd", ".zst", "zstd-compressed, which is not read: decompress it first (zstd -d)"),
-    (b"PK\x03\x04", ".zip", "a zip archive: unzip it first"),
-    (b"\xff\xfe\x00\x00", None, "UTF-32 text: convert it to UTF-8 first (iconv -f UTF-32 -t UTF-8)"),
-    (b"\x00\x00\xfe\xff", None, "UTF-32 text: convert it to UTF-8 first (iconv -f UTF-32 -t UTF-8)"),
-    (b"\xff\xfe", None, "UTF-16 text: convert it to UTF-8 first (iconv -f UTF-16 -t UTF-8)"),
-    (b"\xfe\xff", None, "UTF-16 text: convert it to UTF-8 first (iconv -f UTF-16 -t UTF-8)"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed, which is not read: decompress it first (zstd -d)"),
+    (b"PK\x03\x04", "a zip archive: unzip it first"),
+    (b"\xff\xfe\x00\x00", "UTF-32 text: convert it to UTF-8 first (iconv -f UTF-32 -t UTF-8)"),
+    (b"\x00\x00\xfe\xff", "UTF-32 text: convert it to UTF-8 first (iconv -f UTF-32 -t UTF-8)"),
+    (b"\xff\xfe", "UTF-16 text: convert it to UTF-8 first (iconv -f UTF-16 -t UTF-8)"),
+    (b"\xfe\xff", "UTF-16 text: convert it to UTF-8 first (iconv -f UTF-16 -t UTF-8)"),
 )
 PARQUET_MAGIC = b"PAR1"
 
@@ -109,7 +109,7 @@ def check_file(path: str | os.PathLike[str]) -> None:
         raise InputError(f"no such file: {path}")
 
 
-def _head(path: str | os.PathLike[str], size: int = _HEAD_BYTES) -> bytes:
+def _head(path: str | os.PathLike[str], size: int) -> bytes:
     try:
         with open(local_path(path), "rb") as handle:
             return handle.read(size)
@@ -149,15 +149,13 @@ def codec_of(path: str | os.PathLike[str], head: bytes) -> Codec | None:
     """The compression of a file, by its content (``head``: its first bytes). Content that no container reads, or
     a name promising a compression its content lacks (an error page saved under the log's name?), is an input
     error; an empty file is an empty log whatever its name."""
-    for magic, suffix, what in FOREIGN:
+    for magic, what in FOREIGN:
         if head.startswith(magic):
             raise InputError(f"{path}: {what}")
     named = next((c for c in CODECS if Path(path).suffix.lower() == c.suffix), None)
     found = next((c for c in CODECS if head.startswith(c.magic)), None)
     if named is not None and found is not named and head:
         raise InputError(f"{path}: not {named.name} (the name ends in {named.suffix}, the content is not {named.name}-compressed)")
-    if found is None and Path(path).suffix.lower() in {suffix for _, suffix, _ in FOREIGN if suffix}:
-        raise InputError(f"{path}: {next(what for _, suffix, what in FOREIGN if suffix == Path(path).suffix.lower())}")
     return found
 
 

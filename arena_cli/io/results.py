@@ -65,7 +65,7 @@ def source_notes(summaries: list[SourceSummary]) -> tuple[str, ...]:
     notes = []
     for s in summaries:
         if s.rows_read == 0:
-            notes.append(f"{s.source}: no rows (an empty file)")
+            notes.append(f"{s.source}: no rows (an empty log)")
         elif s.id_column is not None and s.reused_ids > REUSED_ID_SHARE * s.rows_read:
             notes.append(
                 f"{s.source}: {s.reused_ids:,} of {s.rows_read:,} rows share their {s.id_column} with another row of the file "
