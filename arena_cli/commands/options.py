@@ -22,7 +22,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from arena_cli.io.options import DEFAULT_ENCODING, DEFAULT_RECIPE, RECIPES, BattleFilter, FeatureOptions, InputOptions, Source
+from arena_cli.io.options import DEFAULT_ENCODING, DEFAULT_RECIPE, FORMATS, RECIPES, BattleFilter, FeatureOptions, InputOptions, Source
 from arena_cli.models.options import (
     DEFAULT_MIN_BATTLES,
     DEFAULT_SEED,
@@ -104,15 +104,8 @@ LockWaitOption = Annotated[
 ]
 
 
-class InputFormat(str, Enum):
-    """The container or dialect of vote-log files (auto: from the extension and the columns)."""
-
-    auto = "auto"
-    jsonl = "jsonl"
-    json = "json"
-    csv = "csv"
-    parquet = "parquet"
-    kaggle = "kaggle"
+#: The container or dialect of vote-log files (auto: from the extension and the columns): io's list, as choices.
+InputFormat = Enum("InputFormat", {name: name for name in FORMATS}, type=str)  # type: ignore[misc]  # members come from io
 
 
 InputFormatOption = Annotated[InputFormat, typer.Option("--input-format", "-i", help="Input format of FILES; auto detects from the extension and the columns.")]
@@ -131,7 +124,7 @@ def input_options(input_format: InputFormat, mapping: list[str] | None, winner_m
 
 
 _INPUT_PARAMETERS = [
-    option("input_format", InputFormatOption, InputFormat.auto),
+    option("input_format", InputFormatOption, InputFormat("auto")),
     option("mapping", MapOption, None),
     option("winner_map", WinnerMapOption, None),
 ]

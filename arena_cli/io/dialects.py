@@ -11,13 +11,9 @@ import polars as pl
 
 from arena_cli.errors import InputError
 from arena_cli.io.fields import decode_json
-from arena_cli.io.options import InputOptions
-from arena_cli.io.readers import CONTAINERS, RAW, ROW, container_of
+from arena_cli.io.options import FORMATS, InputOptions
+from arena_cli.io.readers import RAW, ROW, container_of
 from arena_cli.schema import CONVERSATION, META_COLUMNS, OUTCOMES, WINNER_LABELS
-
-#: The ``--format`` values: a container, ``auto`` (by extension) or ``kaggle`` (a container by extension,
-#: read in the Kaggle dialect).
-FORMATS = ("auto", *CONTAINERS, "kaggle")
 
 #: Fields a user can map with ``--map FIELD=COLUMN``.
 MAPPABLE = (

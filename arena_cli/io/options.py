@@ -13,6 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+#: File containers, told apart by extension.
+CONTAINERS: tuple[str, ...] = ("jsonl", "json", "csv", "parquet")
+#: The ``--input-format`` values: a container, ``auto`` (by extension) or ``kaggle`` (a container by extension,
+#: read in the Kaggle dialect).
+FORMATS: tuple[str, ...] = ("auto", *CONTAINERS, "kaggle")
+
 #: Markdown recipes of the style features (see ``arena features``), the default first.
 RECIPES: tuple[str, ...] = ("default", "lmarena")
 DEFAULT_RECIPE = "default"

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from polars._typing import PolarsDataType
 
 from arena_cli.errors import InputError
+from arena_cli.io.options import CONTAINERS
 from arena_cli.schema import QUARANTINE_SCHEMA, QuarantineReason
 
 ROW = "__row"
@@ -36,9 +37,6 @@ DEFAULT_BATCH_ROWS = 200_000
 class RawBatch:
     frame: pl.DataFrame      # source columns + ROW (+ RAW for text containers)
     rejected: pl.DataFrame   # QUARANTINE_SCHEMA rows: unparseable / non-UTF-8 lines
-
-
-CONTAINERS = ("jsonl", "json", "csv", "parquet")
 
 
 def container_of(path: Path) -> str:
