@@ -110,7 +110,8 @@ def _width_notes(view: Shown, plan: Plan, keys: list[str]) -> list[str]:
     notes = []
     if plan.dropped:
         names = ", ".join(view.headers[k] for k in plan.dropped)
-        notes.append(f"{NOT_SHOWN} {plan.width} columns: {names}. A wider terminal shows them, and so does -f json.")
+        them = "them" if len(plan.dropped) > 1 else "it"
+        notes.append(f"{NOT_SHOWN} {plan.width} columns: {names}. A wider terminal shows {them}, and so does -f json.")
     if len(plan.blocks) > 1:
         repeated = f"; {', '.join(keys)} repeated in each" if keys else ""
         notes.append(f"Split into {len(plan.blocks)} tables to fit {plan.width} columns{repeated}.")

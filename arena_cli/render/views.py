@@ -190,7 +190,7 @@ def comparison_document(comparison: LeaderboardComparison) -> Document:
         Column("new rank", "rank_new"),
         Column("new range", "rank_lower_new", through="rank_upper_new", priority=1),
         Column("Δ rank", "rank_change", change=True, strong="rank_beyond_interval"),
-        Column("old score", "score_old", digits=SCORE_DIGITS, priority=2),
+        Column("old score", "score_old", digits=SCORE_DIGITS, priority=3),
         Column("new score", "score_new", digits=SCORE_DIGITS, priority=2),
         Column("Δ score", "score_change", digits=SCORE_DIGITS, change=True, strong="score_beyond_interval"),
     )
