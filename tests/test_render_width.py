@@ -170,6 +170,23 @@ def test_every_table_shows_its_numbers_at_every_width(documents, name, width):
         check_table(table, payload["tables"][table.name], width)
 
 
+@pytest.mark.parametrize("name", ["report", "diff", "compare"])
+def test_markdown_shows_every_number(documents, name):
+    """Markdown has no width: every column, every number of the JSON, whatever the terminal."""
+    doc = documents[name]
+    payload = json.loads(render(doc, OutputFormat.json))
+    for table in doc.readable_tables:
+        text = render(Document("test", (table,)), OutputFormat.markdown).decode()
+        if not table.frame.height:
+            assert table.empty_sentence in text and "|" not in text
+            continue
+        rows = [line for line in text.splitlines() if line.startswith("|")]
+        headers = {"".join(h.split()) for h in rows[0].strip("|").split(" | ")}
+        assert headers == {"".join(h.split()) for h in shown(table).headers}
+        body = Counter(n for line in rows[2:] for n in NUMBER.findall(line))
+        assert not _shown_numbers(table, payload["tables"][table.name], headers) - body, table.name
+
+
 def test_narrow_terminals_drop_columns_with_a_note_and_stack_variants(documents):
     diff = _drawn(documents["diff"].primary, 80)
     assert "both Δ" in " ".join(diff.split()) or "bothΔ" in _headers(diff)
