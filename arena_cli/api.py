@@ -185,7 +185,7 @@ def compare(
     """What changed between two leaderboards (``arena compare``): each side an ``arena fit -o`` file, a
     store (fitted here with ``options``, sliced by its ``*_where`` and the model lists of ``filters``), or a
     :class:`FitResult`; ``fail_on`` conditions are evaluated (``result.failed``)."""
-    from arena_cli.comparison import Gate, compare_leaderboards, parse_gate, settings_mismatch
+    from arena_cli.comparison import Gate, ScoreDraws, compare_leaderboards, parse_gate, settings_mismatch
     from arena_cli.models.result import FitResult
 
     gates = [g if isinstance(g, Gate) else parse_gate(g) for g in fail_on]
@@ -196,7 +196,7 @@ def compare(
     stores = [not isinstance(s, FitResult) and Path(s).is_dir() for s in (old, new)]
     if (filters.models or filters.exclude_models) and not any(stores):
         raise InputError("--models/--exclude-models apply to a side that is a store directory; both sides are leaderboard files")
-    sides: list[tuple[pl.DataFrame, dict[str, Any], dict[str, Any], dict[str, Any]]] = []
+    sides: list[tuple[pl.DataFrame, dict[str, Any], dict[str, Any], dict[str, Any], ScoreDraws | None]] = []
     warnings: list[str] = []
     for side, where, option, is_store in ((old, old_where, "--old-where", stores[0]), (new, new_where, "--new-where", stores[1])):
         side_filter = dataclasses.replace(filters, where=where)
@@ -210,17 +210,19 @@ def compare(
             from arena_cli.comparison import load_leaderboard
 
             board, settings = load_leaderboard(Path(side))
-            sides.append((board, settings, {"files": [str(side)], "store": None}, side_filter.as_meta()))
+            sides.append((board, settings, {"files": [str(side)], "store": None}, side_filter.as_meta(), None))
             continue
         warnings.extend(result.warnings)
         inputs = result.inputs or {"files": [], "store": None}
-        sides.append((result.leaderboard, {**result.settings, "where": where}, inputs, side_filter.as_meta()))
-    (old_board, old_settings, old_inputs, old_filters), (new_board, new_settings, new_inputs, new_filters) = sides
+        sides.append((result.leaderboard, {**result.settings, "where": where}, inputs, side_filter.as_meta(), ScoreDraws.of(result)))
+    (old_board, old_settings, old_inputs, old_filters, old_draws), (new_board, new_settings, new_inputs, new_filters, new_draws) = sides
     differing = settings_mismatch(old_settings, new_settings)
     if differing:
         warnings.append(f"the two leaderboards were fitted with different {', '.join(differing)}: their scores may not be comparable")
     labels = [_label(side, where) for side, where in ((old, old_where), (new, new_where))]
-    comparison = compare_leaderboards(old_board, new_board, gates, labels[0], labels[1], {"old": old_settings, "new": new_settings})
+    comparison = compare_leaderboards(
+        old_board, new_board, gates, labels[0], labels[1], {"old": old_settings, "new": new_settings}, old_draws, new_draws,
+    )
     return dataclasses.replace(
         comparison, filters={"old": old_filters, "new": new_filters}, inputs={"old": old_inputs, "new": new_inputs},
         warnings=tuple(dict.fromkeys(warnings)),
