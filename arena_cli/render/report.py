@@ -32,10 +32,8 @@ def leaderboard_table(variant: str, leaderboard: pl.DataFrame, explain: bool = T
 def summary_notes(table: Table) -> tuple[str, ...]:
     """What an empty or blank summary table means, said in words rather than left as empty cells."""
     frame = table.frame
-    if table.name == "overview" and "key" in frame.columns:
-        values = dict(zip(frame["key"].to_list(), frame["value"].to_list()))
-        if not values.get("first") and not values.get("last"):
-            return (*table.notes, "first, last: these battles carry no timestamps, so there is no date range.")
+    if table.name == "overview" and frame.select(pl.col("first", "last").is_null().all()).row(0) == (True, True):
+        return (*table.notes, "first, last: these battles carry no timestamps, so there is no date range.")
     if table.name == "quarantine":
         if frame.height == 0:
             return (*table.notes, "No rows quarantined: no ingest into this store rejected a row.")

@@ -135,9 +135,9 @@ def _print_unsqueezed(console, rich_table) -> None:
 
 def print_rich(doc: Document) -> None:
     """The terminal view: rich tables on stdout (data goes to stdout, logs to stderr)."""
-    from rich.console import Console
+    from arena_cli.console import stdout_console
 
-    console = Console()
+    console = stdout_console()
     terminal = console.is_terminal
     for rich_table in rich_tables(doc, terminal=terminal):
         if terminal:
