@@ -306,8 +306,7 @@ def diff_variants(
         raise InputError(f"--baseline {baseline!r}: not one of the variants {list(variants)}")
     if sort_by is not None and sort_by != "model" and sort_by not in variants:
         raise InputError(f"--sort {sort_by!r}: give model or one of the variants {list(variants)}")
-    if top_k < 1:
-        raise InputError(f"--top-k {top_k}: must be at least 1")
+    TOP_K.check(top_k)
     results = fit_variants(battles, dict(variants), options, on_progress=on_progress)
     return compare_fits(results, variants, baseline, sort_by, top_k)
 
