@@ -9,7 +9,7 @@ class ExitCode(IntEnum):
     OK = 0
     INTERNAL = 1          # a bug: an unexpected exception (with traceback under ARENA_DEBUG=1)
     USAGE = 2             # bad command-line usage: unknown option, malformed or out-of-range value (typer/click's own code)
-    INPUT = 3             # input cannot be read: missing file, unknown format, bad --map/--where, empty store
+    INPUT = 3             # input cannot be read (missing file, unknown format, bad --map/--where, empty store), or -o cannot be written
     REJECTED = 4          # --strict and some rows were quarantined (they are kept in the quarantine)
     LOCKED = 5            # the store is locked by another run and the wait timed out
     NO_DATA = 6           # nothing left to fit after filters (or too few battles)
