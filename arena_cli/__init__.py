@@ -32,7 +32,7 @@ _EXPORTS = {
     "Summary": "results", "PairwiseMatrix": "results", "Report": "results", "FeatureTable": "results",
     "IngestReport": "results", "Loaded": "io.battles", "predict_win_prob": "models.result",
     # errors, each with its exit code
-    "ArenaError": "errors", "InputError": "errors", "NoDataError": "errors", "GateError": "errors",
+    "ArenaError": "errors", "OptionError": "errors", "InputError": "errors", "NoDataError": "errors", "GateError": "errors",
 }
 
 __all__ = sorted(_EXPORTS)

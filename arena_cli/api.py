@@ -24,8 +24,8 @@ import polars as pl
 
 from arena_cli.errors import InputError, NoDataError
 from arena_cli.io.battles import Loaded, collect_parts, filter_frame
-from arena_cli.io.options import BattleFilter, FeatureOptions, InputOptions, Source
-from arena_cli.models.options import DEFAULT_TOP_K, DEFAULT_VARIANTS, CIMethod, FitOptions
+from arena_cli.io.options import LOCK_WAIT, BattleFilter, FeatureOptions, InputOptions, Source
+from arena_cli.models.options import DEFAULT_TOP_K, DEFAULT_VARIANTS, WORKERS, CIMethod, FitOptions
 from arena_cli.results import FeatureTable, IngestReport, PairwiseMatrix, Report, Summary
 from arena_cli.schema import Frame
 
@@ -348,6 +348,7 @@ def ingest(
     from arena_cli.io.ingest import check_sources, ingest_to_store
     from arena_cli.io.store import Store
 
+    LOCK_WAIT.check(lock_wait)
     paths = [Path(f) for f in files]
     source = Source(tuple(paths), Path(store) if store is not None else None, input or InputOptions())
     check_sources(paths, source.input)  # a typo in a path or option must not leave an empty store behind
@@ -372,6 +373,7 @@ def compute_features(
     from arena_cli.features.cache import FEATURE_COLUMNS
     from arena_cli.features.tokenizer import canonical_encoding
 
+    WORKERS.check(workers)
     features = features or FeatureOptions()
     if isinstance(data, pl.DataFrame):
         battles: pl.DataFrame = data
@@ -418,6 +420,8 @@ def update_features(
     encoding (``arena features``); an interrupted run keeps the parts it finished."""
     from arena_cli.features import update_store_features
 
+    WORKERS.check(workers)
+    LOCK_WAIT.check(lock_wait)
     features = features or FeatureOptions()
     progress = _BatchProgress(on_progress)
     return update_store_features(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from functools import reduce
 from pathlib import Path
@@ -18,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from arena_cli.errors import InputError
-from arena_cli.models.options import DEFAULT_TOP_K, DEFAULT_VARIANTS
+from arena_cli.bounds import Bounds
+from arena_cli.errors import InputError, OptionError
+from arena_cli.models.options import DEFAULT_TOP_K, DEFAULT_VARIANTS, TOP_K
 
 if TYPE_CHECKING:
     from arena_cli.models import FitOptions, FitResult
@@ -223,8 +225,7 @@ def compare_variants(
     change_intervals: Mapping[str, pl.DataFrame] | None = None,
 ) -> VariantComparison:
     """Side by side: per-variant leaderboards (and style coefficients) fitted on the same battles."""
-    if top_k < 1:
-        raise InputError(f"--top-k {top_k}: must be at least 1")
+    TOP_K.check(top_k)
     return VariantComparison(
         rank_diff=rank_diff_frame(leaderboards, baseline, sort_by, change_intervals),
         coefficients=variant_coefficient_frame(coefficients),
@@ -306,8 +307,7 @@ def diff_variants(
         raise InputError(f"--baseline {baseline!r}: not one of the variants {list(variants)}")
     if sort_by is not None and sort_by != "model" and sort_by not in variants:
         raise InputError(f"--sort {sort_by!r}: give model or one of the variants {list(variants)}")
-    if top_k < 1:
-        raise InputError(f"--top-k {top_k}: must be at least 1")
+    TOP_K.check(top_k)
     results = fit_variants(battles, dict(variants), options, on_progress=on_progress)
     return compare_fits(results, variants, baseline, sort_by, top_k)
 
@@ -465,25 +465,32 @@ GATES: dict[str, tuple[bool, str]] = {
 }
 
 
+#: The thresholds of the conditions that take one.
+GATE_THRESHOLDS: dict[str, Bounds] = {
+    "rank-shift": Bounds("--fail-on", low=1, integer=True),
+    "score-shift": Bounds("--fail-on", low=0, low_open=True),
+    "top-k-change": Bounds("--fail-on", low=1, integer=True),
+}
+
+
 def parse_gate(text: str) -> Gate:
     """``"rank-shift=3"`` -> Gate("rank-shift", 3.0); ``"models-changed"`` -> Gate("models-changed")."""
     name, sep, value = text.strip().partition("=")
     name = name.strip()
     if name not in GATES:
-        raise InputError(f"--fail-on {text!r}: unknown condition; one of {', '.join(GATES)}")
-    needs_value = GATES[name][0]
-    if not needs_value:
+        raise OptionError("--fail-on", f"{text!r}: unknown condition; one of {', '.join(GATES)}")
+    bounds = GATE_THRESHOLDS.get(name)
+    if bounds is None:
         if sep:
-            raise InputError(f"--fail-on {text!r}: {name} takes no value")
+            raise OptionError("--fail-on", f"{text!r}: {name} takes no value")
         return Gate(name)
     try:
         threshold = float(value)
     except ValueError:
-        threshold = -1.0
-    integral = name != "score-shift"
-    if not sep or threshold <= 0 or (integral and threshold != int(threshold)):
-        kind = "a positive integer" if integral else "a positive number"
-        raise InputError(f"--fail-on {text!r}: {name} needs {kind}, e.g. {name}={'3' if integral else '10'}")
+        threshold = math.nan
+    whole = bounds.integer and threshold.is_integer()  # "3" and "3.0" are the integer 3
+    if not sep or not bounds.accepts(int(threshold) if whole else threshold):
+        raise OptionError("--fail-on", f"{text!r}: {name} needs {bounds.describe()}, e.g. {name}={'3' if bounds.integer else '10'}")
     return Gate(name, threshold)
 
 

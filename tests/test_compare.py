@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from arena_cli import comparison as compare
-from arena_cli.errors import InputError
+from arena_cli.errors import InputError, OptionError
 from arena_cli.render import Document, OutputFormat, Table, render
 from tests import compare_fixtures as fx
 
@@ -89,7 +89,7 @@ def test_baseline_alone_gives_empty_changes_and_highlights():
 
 
 def test_top_k_must_be_positive():
-    with pytest.raises(InputError, match="--top-k"):
+    with pytest.raises(OptionError, match="--top-k"):
         comparison(top_k=0)
 
 
@@ -145,9 +145,10 @@ def test_parse_gate(text, gate):
     assert compare.parse_gate(text) == gate
 
 
-@pytest.mark.parametrize("text", ["rank-shift", "rank-shift=0", "rank-shift=1.5", "top-k-change=x", "models-changed=1", "drift=2", "score-shift=-1"])
+@pytest.mark.parametrize("text", ["rank-shift", "rank-shift=0", "rank-shift=1.5", "top-k-change=x", "models-changed=1", "drift=2", "score-shift=-1",
+                                  "score-shift=nan", "score-shift=inf", "score-shift=0", "rank-shift=inf", "rank-shift=-inf", "top-k-change=nan"])
 def test_parse_gate_rejects(text):
-    with pytest.raises(InputError, match="--fail-on"):
+    with pytest.raises(OptionError, match="--fail-on"):
         compare.parse_gate(text)
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arena_cli.bounds import Bounds
+
 #: File containers, told apart by extension.
 CONTAINERS: tuple[str, ...] = ("jsonl", "json", "csv", "parquet")
 #: The ``--input-format`` values: a container, ``auto`` (by extension) or ``kaggle`` (a container by extension,
@@ -24,6 +26,8 @@ RECIPES: tuple[str, ...] = ("default", "lmarena")
 DEFAULT_RECIPE = "default"
 #: LMArena's tokenizer encoding, bundled for offline use.
 DEFAULT_ENCODING = "cl100k_base"
+#: Seconds a writer waits for another run's lock on the store before failing (0: fail at once).
+LOCK_WAIT = Bounds("--lock-wait", low=0)
 #: Where the store lives when neither ``--store`` nor a non-empty ``$ARENA_STORE`` says.
 DEFAULT_STORE = "arena-store"
 

@@ -111,6 +111,8 @@ def _result(ratings: Ratings, options: ResolvedFitOptions, prepared: designs.Pre
     if few:
         warnings.append(f"{len(few)} model(s) with fewer than {DEFAULT_MIN_BATTLES} battles: their scores are poorly determined ({', '.join(few)})")
     warnings += ratings.warnings
+    if theta_draws is not None and (few_rounds := options.few_rounds_warning()):
+        warnings.append(few_rounds)
 
     log_nu = float(theta[-1]) if ratings.tie_parameter else None
     return FitResult(

@@ -35,10 +35,8 @@ def data_table(table: Table) -> Table:
     """A summary table as the report shows it: titled as data, and what an empty or blank one means said in
     words rather than left as empty cells."""
     frame, notes, empty = table.frame, table.notes, table.empty
-    if table.name == "overview" and "key" in frame.columns:
-        values = dict(zip(frame["key"].to_list(), frame["value"].to_list()))
-        if not values.get("first") and not values.get("last"):
-            notes = (*notes, "first, last: these battles carry no timestamps, so there is no date range.")
+    if table.name == "overview" and frame.select(pl.col("first", "last").is_null().all()).row(0) == (True, True):
+        notes = (*notes, "first, last: these battles carry no timestamps, so there is no date range.")
     if table.name == "quarantine":
         empty = "No rows quarantined: no ingest into this store rejected a row."
         if frame.height:

@@ -201,7 +201,7 @@ def display_width(console: Any) -> int | None:
 def print_rich(doc: Document, console: Any = None) -> None:
     """The table view on ``console`` (default: stdout; data goes to stdout, logs to stderr), fitted to its width."""
     if console is None:
-        from rich.console import Console
+        from arena_cli.console import stdout_console
 
-        console = Console()
+        console = stdout_console()
     print_tables(doc, console, display_width(console))

@@ -232,8 +232,8 @@ def matrix_document(matrix: PairwiseMatrix) -> Document:
 
 
 def summary_tables(summary: Summary) -> tuple[Table, ...]:
-    overview = summary.overview
-    frame = pl.DataFrame({"key": list(overview), "value": [str(v) if v is not None else "" for v in overview.values()]})
+    # one row, each value in its own type (JSON numbers are numbers), first and last as ISO 8601 text
+    frame = pl.DataFrame([summary.overview], schema={"battles": pl.Int64, "models": pl.Int64, "first": pl.String, "last": pl.String})
     tables = [Table("overview", frame, "Battles"), Table("models", summary.models, "Models"), Table("outcomes", summary.outcomes, "Outcomes")]
     if summary.languages is not None:
         tables.append(Table("languages", summary.languages, "Languages"))
