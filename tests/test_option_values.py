@@ -106,12 +106,18 @@ def _battles() -> pl.DataFrame:
 
 @pytest.mark.parametrize("options", [
     {"ridge": math.nan}, {"ridge": -1.0}, {"confidence": 1.5}, {"confidence": math.nan}, {"rounds": 0}, {"min_battles": -1},
-    {"workers": 0}, {"seed": -1}, {"anchor": ("a", math.inf)}, {"ties": "thirds"},
+    {"workers": 0}, {"seed": -1}, {"anchor": ("a", math.inf)}, {"anchor": "a=inf"}, {"anchor": "a"}, {"ties": "thirds"},
 ])
 def test_python_callers_get_a_value_error(options):
     with pytest.raises(ValueError, match="--") as caught:
         arena.fit(_battles(), ci="none", **options)
     assert isinstance(caught.value, OptionError) and caught.value.exit_code == ExitCode.USAGE
+
+
+def test_an_anchor_is_given_as_on_the_command_line_or_as_a_pair():
+    by_text = arena.fit(_battles(), ci="none", min_battles=1, anchor="a=1200").leaderboard
+    assert by_text.equals(arena.fit(_battles(), ci="none", min_battles=1, anchor=("a", 1200)).leaderboard)
+    assert by_text.filter(model="a")["score"].item() == 1200
 
 
 def test_python_callers_of_other_calls_get_a_value_error(tmp_path):

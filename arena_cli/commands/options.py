@@ -233,9 +233,7 @@ _INTERVAL_OPTIONS = [
 
 
 def _fit_options(*, style: str = "none", no_normalize: bool = False, anchor: str | None = None, **values: Any) -> FitOptions:
-    from arena_cli.models.options import parse_anchor
-
-    return FitOptions(style=style, normalize=not no_normalize, anchor=parse_anchor(anchor) if anchor else None, **values)
+    return FitOptions(style=style, normalize=not no_normalize, anchor=anchor or None, **values)
 
 
 def fit_options(*, style: bool = True, intervals: bool = True) -> Callable[[Callable], Callable]:

@@ -124,7 +124,7 @@ def _result(ratings: Ratings, options: ResolvedFitOptions, prepared: designs.Pre
     )
 
 
-def _anchor(options: FitOptions, models: tuple[str, ...]) -> tuple[int, float] | None:
+def _anchor(options: ResolvedFitOptions, models: tuple[str, ...]) -> tuple[int, float] | None:
     """(index of the anchor model, its published score), or None without an anchor."""
     if options.anchor is None:
         return None

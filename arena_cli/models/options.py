@@ -93,7 +93,7 @@ class FitOptions:
     ties: Ties = Ties.half
     both_bad: BothBad = BothBad.tie
     normalize: bool = True
-    anchor: tuple[str, float] | None = None
+    anchor: tuple[str, float] | str | None = None
     reweight: bool | None = None
     ridge: float | None = None
     compat: Compat | None = None
@@ -120,7 +120,9 @@ class FitOptions:
                 except ValueError:
                     choices = ", ".join(k.value for k in kind)
                     raise OptionError(f"--{name.replace('_', '-')}", f"{value!r}: expected one of {choices}") from None
-        if self.anchor is not None:
+        if isinstance(self.anchor, str):  # "model=1200", as on the command line
+            object.__setattr__(self, "anchor", parse_anchor(self.anchor))
+        elif self.anchor is not None:
             object.__setattr__(self, "anchor", (str(self.anchor[0]), float(ANCHOR_SCORE.check(self.anchor[1]))))
 
     def resolved(self) -> ResolvedFitOptions:
@@ -165,6 +167,7 @@ class FitOptions:
 class ResolvedFitOptions(FitOptions):
     """:class:`FitOptions` with the preset-dependent fields filled in (:meth:`FitOptions.resolved`)."""
 
+    anchor: tuple[str, float] | None = None  # a "model=score" string is parsed by FitOptions
     reweight: bool = False
     ridge: float = 0.0
     min_battles: int = DEFAULT_MIN_BATTLES
