@@ -115,8 +115,9 @@ def test_python_callers_get_a_value_error(options):
 
 
 def test_an_anchor_is_given_as_on_the_command_line_or_as_a_pair():
-    by_text = arena.fit(_battles(), ci="none", min_battles=1, anchor="a=1200").leaderboard
-    assert by_text.equals(arena.fit(_battles(), ci="none", min_battles=1, anchor=("a", 1200)).leaderboard)
+    battles = pl.DataFrame({"model_a": ["a", "b", "c"] * 20, "model_b": ["b", "c", "a"] * 20, "outcome": ["model_a", "tie", "tie"] * 20})
+    by_text = arena.fit(battles, ci="none", min_battles=1, anchor="a=1200").leaderboard
+    assert by_text.height == 3 and by_text.equals(arena.fit(battles, ci="none", min_battles=1, anchor=("a", 1200)).leaderboard)
     assert by_text.filter(model="a")["score"].item() == 1200
 
 
