@@ -55,6 +55,9 @@ if TYPE_CHECKING:
 #: A part path as a damaged manifest's text still names it.
 _LISTED_PATH = re.compile(r'"path"\s*:\s*"((?:battles|quarantine|features/[A-Za-z0-9_.+-]+)/part-\d{6,}-[0-9a-f]{8}\.parquet)"')
 _GENERATION = re.compile(r'"generation"\s*:\s*(\d+)')
+#: What to do with a never-published part once it is in lost+found, per table folder.
+_BRING_BACK = {"battles": "`arena ingest` of the moved file adds its battles not stored yet",
+               "features": "`arena features` computes what the store lacks"}
 
 
 @dataclass(frozen=True)
@@ -89,8 +92,9 @@ class StoreCheck:
 
 @dataclass(frozen=True)
 class Change:
-    """One thing a repair does: ``adopt`` a part, ``fix`` an entry's rows, ``drop`` an entry, ``move`` a file
-    to lost+found, ``rewrite`` the manifest."""
+    """One thing a repair does: ``keep`` a part a damaged manifest names, ``adopt`` an unlisted part, ``fix``
+    an entry's rows (or the generation), ``drop`` an entry, ``move`` a file to lost+found, ``rewrite`` the
+    manifest."""
 
     action: str
     path: str
@@ -235,7 +239,12 @@ def _known(root: Path, manifest: dict[str, Any] | None, problems: list[Problem])
         text = ""
     named = dict.fromkeys(_LISTED_PATH.findall(text))
     generation = _GENERATION.search(text)
-    return [(path.rsplit("/", 1)[0], path, None, None) for path in named], int(generation.group(1)) if generation else None, []
+    try:  # JSON of another shape may still hold the log
+        log = json.loads(text).get("ingests")
+    except (ValueError, AttributeError):
+        log = None
+    return ([(path.rsplit("/", 1)[0], path, None, None) for path in named], int(generation.group(1)) if generation else None,
+            log if isinstance(log, list) else [])
 
 
 def _plan(root: Path, adopt_unpublished: bool) -> tuple[_Plan, bool]:
@@ -263,7 +272,10 @@ def _plan(root: Path, adopt_unpublished: bool) -> tuple[_Plan, bool]:
         else:
             found, counted = _counts(root / path)
             plan.keep(table, path, found, counted, schema)
-            plan.changes.append(Change("fix", path, problem.detail if problem else f"named by the damaged {MANIFEST}; {found:,} rows"))
+            if problem is not None:
+                plan.changes.append(Change("fix", path, problem.detail))
+            else:
+                plan.changes.append(Change("keep", path, f"named by the damaged {MANIFEST}; readable, {_plural(found, 'row')}"))
     published = [part_generation(p) or 0 for p in plan.kept]
     if generation is None and not published:  # nothing says what was published: the last generation may not have been
         generation, plan.guessed = max([0, *(part_generation(f) or 0 for f in files)]) - 1, True
@@ -281,7 +293,7 @@ def _plan(root: Path, adopt_unpublished: bool) -> tuple[_Plan, bool]:
         elif part > plan.generation and not adopt_unpublished:
             why = (f"generation {part} is the last on disk and no {MANIFEST} says it was published" if plan.guessed
                    else f"never published (generation {part}; {MANIFEST} reached {plan.generation})")
-            plan.move(path, f"{why}: `arena ingest` of the moved file brings its battles back")
+            plan.move(path, f"{why}: {_BRING_BACK.get(table.partition('/')[0], 'kept for reference')}")
         elif not TABLE_NAME.fullmatch(table):
             plan.move(path, f"{table}/ is not a table of the store")
         else:
@@ -294,7 +306,7 @@ def _plan(root: Path, adopt_unpublished: bool) -> tuple[_Plan, bool]:
             else:
                 found, counted = _counts(file)
                 plan.keep(table, path, found, counted, schema)
-                plan.changes.append(Change("adopt", path, f"not listed in {MANIFEST}; a readable part of {table}, generation {part}, {found:,} rows"))
+                plan.changes.append(Change("adopt", path, f"not listed in {MANIFEST}; a readable part of {table}, generation {part}, {_plural(found, 'row')}"))
     rewrite = bool(plan.changes) or any(p.error for p in problems)
     if rewrite:
         why = next((p.detail for p in problems if p.kind.startswith("manifest_")), "rebuilt")

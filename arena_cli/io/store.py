@@ -52,6 +52,7 @@ from arena_cli.io.manifest import (
     listed_problems,
     part_files,
     read_manifest,
+    schema_problem,
     staged_leftovers,
 )
 from arena_cli.io.options import default_store_path
@@ -169,28 +170,35 @@ class Store:
     def tables(self) -> list[str]:
         return sorted(self.manifest["tables"])
 
-    def _schema(self, part: Path) -> pl.Schema:
+    def _schema(self, table: str, part: Path, union: dict[str, Any]) -> pl.Schema:
+        """A part's schema from its footer, which every read takes anyway: a part that cannot be read, lacks its
+        table's key columns or cannot be read together with the parts before it (``union``) is damage (exit 3),
+        not a polars error halfway through a command."""
+        path = part.relative_to(self.root).as_posix()
         try:
-            return pl.scan_parquet(part).collect_schema()
+            schema = pl.scan_parquet(part).collect_schema()
         except (OSError, pl.exceptions.PolarsError) as error:
-            problem = Problem("unreadable_part", part.relative_to(self.root).as_posix(),
-                              f"{part.relative_to(self.root).as_posix()} is not readable parquet ({str(error).splitlines()[0]})")
-            raise StoreDamagedError(self.root, [problem]) from None
+            raise StoreDamagedError(self.root, [Problem("unreadable_part", path, f"{path}: it is not readable parquet ({str(error).splitlines()[0]})")]) from None
+        differs = any(name in union and union[name] != dtype for name, dtype in schema.items())
+        why = schema_problem(table, dict(schema), union if differs else {})
+        if why is not None:
+            raise StoreDamagedError(self.root, [Problem("wrong_schema", path, f"{path} cannot be a part of {table}: {why}")])
+        return schema
 
     def scan_parts(self, table: str, columns: list[str] | None = None) -> list[pl.LazyFrame]:
         """One lazy frame per part, all with the same columns: those asked for (default: all) that some part
         has; a part without one reads it as null. Lets a consumer reduce a table part by part."""
         parts = self.parts(table)
-        frames = [pl.scan_parquet(p) for p in parts]
-        schemas = [self._schema(p) for p in parts]
-        union: dict[str, pl.DataType] = {}
-        for schema in schemas:
-            for name, dtype in schema.items():
+        union: dict[str, Any] = {}
+        schemas = []
+        for part in parts:
+            schemas.append(self._schema(table, part, union))
+            for name, dtype in schemas[-1].items():
                 union.setdefault(name, dtype)
         names = [c for c in (columns if columns is not None else union) if c in union]
         return [
-            frame.select(pl.col(c) if c in schema else pl.lit(None, union[c]).alias(c) for c in names)
-            for frame, schema in zip(frames, schemas)
+            pl.scan_parquet(part).select(pl.col(c) if c in schema else pl.lit(None, union[c]).alias(c) for c in names)
+            for part, schema in zip(parts, schemas)
         ]
 
     def scan(self, table: str, columns: list[str] | None = None) -> pl.LazyFrame | None:
@@ -207,7 +215,7 @@ class Store:
         unknown = []
         for entry in self.manifest["tables"].get(table, []):
             path = self.root / entry["path"]
-            if not set(columns) <= set(self._schema(path).names()):
+            if not set(columns) <= set(self._schema(table, path, {}).names()):
                 return False
             if "nulls" not in entry:
                 unknown.append(pl.scan_parquet(path).select(columns))
