@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -271,3 +272,146 @@ def _readable_battles(root: Path) -> dict[str, set[str]]:
         except Exception:
             continue
     return found
+
+
+# ------------------------------------------------------------------------------------ file-system errors
+
+
+def test_a_store_that_is_a_file_is_an_input_error(tmp_path):
+    path = tmp_path / "store"
+    path.write_text("not a folder")
+    more = write_votes(tmp_path / "more.jsonl", [vote(1)])
+    for args in (["ingest", more, "--store", path], ["info", "-s", path], ["store", "check", "-s", path], ["store", "repair", "-s", path]):
+        result = arena(*args)
+        assert result.exit_code == 3 and f"store {path} is a file, not a store directory" in " ".join(result.stderr.split()), result.output
+    assert path.read_text() == "not a folder"
+
+
+def deny(monkeypatch, name: str) -> None:
+    """Opening the store's file ``name`` fails as on a read-only store (root ignores file modes: simulated)."""
+    import builtins
+    import errno
+
+    real = builtins.open
+
+    def guarded_open(file, *args, **kwargs):
+        if Path(str(file)).name == name:
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES), str(file))
+        return real(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", guarded_open)
+
+
+def test_a_read_only_store_is_read_and_not_written(store, tmp_path, monkeypatch):
+    before = data_files(store)
+    deny(monkeypatch, ".lock")
+    work = commands(store, tmp_path)
+    for name in ("info", "fit", "export"):
+        assert arena(*work[name]).exit_code == 0, name
+    for name in ("ingest", "features"):
+        result = arena(*work[name])
+        assert result.exit_code == 3, result.output
+        assert f"cannot write to store {store}: permission denied ({store / '.lock'})" in " ".join(result.stderr.split())
+    assert arena("store", "repair", "-s", store).exit_code == 3
+    assert data_files(store) == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes to read-only folders")
+def test_a_store_made_read_only_by_its_modes(store, tmp_path):
+    before = data_files(store)
+    for path in [store, *store.rglob("*")]:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    try:
+        work = commands(store, tmp_path)
+        assert arena(*work["info"]).exit_code == 0
+        result = arena(*work["ingest"])
+        assert result.exit_code == 3 and "cannot write to store" in result.stderr
+    finally:
+        for path in [store, *store.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    assert data_files(store) == before
+
+
+def enospc(*args, **kwargs):
+    import errno
+
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def polars_enospc(*args, **kwargs):
+    raise pl.exceptions.ComputeError("parquet: File out of specification: underlying IO error: No space left on device (os error 28)")
+
+
+@pytest.mark.parametrize("writer", [enospc, polars_enospc], ids=["OSError", "polars"])
+def test_a_full_disk_leaves_the_store_as_it_was(store, tmp_path, monkeypatch, writer):
+    before = data_files(store)
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", writer)
+    result = arena(*commands(store, tmp_path)["ingest"])
+    assert result.exit_code == 3, result.output
+    message = " ".join(result.stderr.split())
+    assert message.startswith(f"error: cannot write to store {store}: no space left on device ({store / 'battles'}/part-000005-")
+    assert data_files(store) == before  # no staged part, no temporary, the manifest untouched
+
+
+def test_a_full_disk_when_publishing_removes_the_staged_parts(store, tmp_path, monkeypatch):
+    import arena_cli.io.store as store_module
+
+    before = data_files(store)
+    monkeypatch.setattr(store_module, "atomic_write_bytes", enospc)
+    result = arena(*commands(store, tmp_path)["ingest"])
+    assert result.exit_code == 3 and "no space left on device" in result.stderr and f"{store / MANIFEST}" in " ".join(result.stderr.split())
+    assert data_files(store) == before
+
+
+def test_a_publish_that_fails_after_its_rename_keeps_what_it_published(store, tmp_path, monkeypatch):
+    """The manifest was replaced, then the directory's fsync failed: the new parts are listed, so they stay."""
+    import errno
+
+    import arena_cli.io.store as store_module
+
+    real = store_module.atomic_write_bytes
+
+    def write_then_fail(path, data):
+        real(path, data)
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(store_module, "atomic_write_bytes", write_then_fail)
+    result = arena(*commands(store, tmp_path)["ingest"])
+    assert result.exit_code == 3 and "input/output error" in result.stderr
+    monkeypatch.undo()
+    assert arena("store", "check", "-s", store).exit_code == 0
+    assert Store.open(store).rows("battles") == 36 + 4
+
+
+def test_a_failed_first_ingest_leaves_no_store_behind(tmp_path, monkeypatch):
+    rejected = write_votes(tmp_path / "bad.jsonl", [vote(1), {**vote(2), "model_b": "m2", "model_a": "m2"}])
+    new = tmp_path / "deep" / "new-store"
+    result = arena("ingest", rejected, "--store", new, "--strict", "--format", "json")
+    assert result.exit_code == 4 and result.stdout == ""
+    assert "--strict: 1 row(s) rejected (self_battle: 1); the store is unchanged" in " ".join(result.stderr.split())
+    assert not new.exists() and new.parent.is_dir()
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", enospc)
+    assert arena("ingest", write_votes(tmp_path / "good.jsonl", [vote(3)]), "--store", new).exit_code == 3
+    assert not new.exists()
+    monkeypatch.undo()
+    existing = tmp_path / "empty-folder"
+    existing.mkdir()
+    assert arena("ingest", rejected, "--store", existing, "--strict").exit_code == 4
+    assert sorted(p.name for p in existing.iterdir()) == [".lock"]  # a folder it did not make stays, without a store
+    assert arena("ingest", rejected, "--store", new).exit_code == 0 and (new / MANIFEST).exists()
+
+
+def test_a_killed_runs_leftovers_are_notes_and_the_next_write_removes_them(store, tmp_path):
+    leftover = store / "battles" / "part-000005-0000abcd.parquet"
+    temporary = store / "quarantine" / ".part-000005-0000abcd.parquet.k2j3h4.tmp"
+    shutil.copy(part(store), leftover)
+    temporary.write_bytes(b"half")
+    check = arena("store", "check", "-s", store, "-f", "json")
+    assert check.exit_code == 0
+    assert {(p["kind"], p["severity"]) for p in json.loads(check.stdout)["tables"]["problems"]} == {("staged_leftover", "note")}
+    before = data_files(store)
+    work = commands(store, tmp_path)
+    assert arena(*work["info"]).exit_code == 0 and data_files(store) == before  # readers leave them
+    assert arena(*work["ingest"]).exit_code == 0
+    assert not leftover.exists() and not temporary.exists()
+    assert arena("store", "check", "-s", store).exit_code == 0
