@@ -34,7 +34,7 @@ TABLE_FOLDERS = ("battles", "quarantine", "features")
 #: Where ``arena store repair`` moves what it does not keep (it deletes nothing).
 LOST_AND_FOUND = "lost+found"
 
-TABLE_NAME = re.compile(r"battles|quarantine|features/(?!\.\.?$)[A-Za-z0-9_.+-]+")
+TABLE_NAME = re.compile(r"battles|quarantine|features/(?!\.\.?(?:/|$))[A-Za-z0-9_.+-]+")
 PART_NAME = re.compile(r"part-(\d{6,})-[0-9a-f]{8}\.parquet")
 #: :func:`arena_cli.io.atomic.atomic_write`'s temporary beside a part or the manifest: never published.
 TEMPORARY_NAME = re.compile(r"\.(?:part-\d{6,}-[0-9a-f]{8}\.parquet|manifest\.json)\..+\.tmp")
@@ -72,13 +72,6 @@ class Entry:
     path: str
     rows: int
     nulls: dict[str, int] | None
-
-    @property
-    def generation(self) -> int:
-        return part_generation(self.path) or 0
-
-    def as_json(self) -> dict[str, Any]:
-        return {"path": self.path, "rows": self.rows, **({"nulls": self.nulls} if self.nulls is not None else {})}
 
 
 def empty_manifest() -> dict[str, Any]:

@@ -32,6 +32,7 @@ from arena_cli.io.manifest import (
     FORMAT_VERSION,
     LOST_AND_FOUND,
     MANIFEST,
+    PART_NAME,
     TABLE_NAME,
     TEMPORARY_NAME,
     Problem,
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from arena_cli.render.document import Document
 
 #: A part path as a damaged manifest's text still names it.
-_LISTED_PATH = re.compile(r'"path"\s*:\s*"((?:battles|quarantine|features/[A-Za-z0-9_.+-]+)/part-\d{6,}-[0-9a-f]{8}\.parquet)"')
+_LISTED_PATH = re.compile(rf'"path"\s*:\s*"((?:{TABLE_NAME.pattern})/{PART_NAME.pattern})"')
 _GENERATION = re.compile(r'"generation"\s*:\s*(\d+)')
 #: What to do with a never-published part once it is in lost+found, per table folder.
 _BRING_BACK = {"battles": "`arena ingest` of the moved file adds its battles not stored yet",
@@ -237,7 +238,7 @@ def _known(root: Path, manifest: dict[str, Any] | None, problems: list[Problem])
         text = (root / MANIFEST).read_text(encoding="utf-8", errors="replace")
     except OSError:
         text = ""
-    named = dict.fromkeys(_LISTED_PATH.findall(text))
+    named = dict.fromkeys(match.group(1) for match in _LISTED_PATH.finditer(text))
     generation = _GENERATION.search(text)
     try:  # JSON of another shape may still hold the log
         log = json.loads(text).get("ingests")
