@@ -54,6 +54,7 @@ from arena_cli.io.manifest import (
     read_manifest,
     schema_problem,
     staged_leftovers,
+    union_with,
 )
 from arena_cli.io.options import default_store_path
 
@@ -179,8 +180,7 @@ class Store:
             schema = pl.scan_parquet(part).collect_schema()
         except (OSError, pl.exceptions.PolarsError) as error:
             raise StoreDamagedError(self.root, [Problem("unreadable_part", path, f"{path}: it is not readable parquet ({str(error).splitlines()[0]})")]) from None
-        differs = any(name in union and union[name] != dtype for name, dtype in schema.items())
-        why = schema_problem(table, dict(schema), union if differs else {})
+        why = schema_problem(table, dict(schema), union)
         if why is not None:
             raise StoreDamagedError(self.root, [Problem("wrong_schema", path, f"{path} cannot be a part of {table}: {why}")])
         return schema
@@ -193,8 +193,7 @@ class Store:
         schemas = []
         for part in parts:
             schemas.append(self._schema(table, part, union))
-            for name, dtype in schemas[-1].items():
-                union.setdefault(name, dtype)
+            union = union_with(union, dict(schemas[-1]))
         names = [c for c in (columns if columns is not None else union) if c in union]
         return [
             pl.scan_parquet(part).select(pl.col(c) if c in schema else pl.lit(None, union[c]).alias(c) for c in names)
