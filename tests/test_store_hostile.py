@@ -253,6 +253,8 @@ def test_check_names_the_problem_and_repair_fixes_it_deleting_nothing(case, stor
     for path, digest in damaged.items():  # each file kept, or moved aside with its bytes
         assert after.get(path) == digest or after.get(f"{LOST_AND_FOUND}/{path}") == digest, path
     assert arena("store", "check", "-s", store).exit_code == 0
+    again = arena("store", "repair", "-s", store)
+    assert again.exit_code == 0 and "nothing to repair" in again.stderr and data_files(store) == after
     # the battles of every readable part are back, once each (lost+found's by a plain ingest)
     for aside in sorted((store / LOST_AND_FOUND / "battles").glob("part-*.parquet")) if (store / LOST_AND_FOUND / "battles").is_dir() else []:
         if aside.name in readable:
@@ -415,3 +417,23 @@ def test_a_killed_runs_leftovers_are_notes_and_the_next_write_removes_them(store
     assert arena(*work["ingest"]).exit_code == 0
     assert not leftover.exists() and not temporary.exists()
     assert arena("store", "check", "-s", store).exit_code == 0
+
+
+def test_a_killed_runs_part_is_adopted_only_when_asked(store):
+    """A part of the next generation holding new battles (a run killed before it published): a repair moves it
+    aside; --adopt-unpublished adopts it, or moves it aside when it repeats stored battles."""
+    staged = store / "battles" / "part-000005-0000abcd.parquet"
+    frame = pl.read_parquet(part(store)).with_columns(pl.format("new-{}", "battle_id").alias("battle_id"))
+    frame.write_parquet(staged)
+    shutil.copy(part(store), store / "battles" / "part-000005-0000dcba.parquet")  # repeats stored battles
+    (store / MANIFEST).write_text((store / MANIFEST).read_text()[:120])  # and the manifest damaged
+    dry = arena("store", "repair", "-s", store, "--dry-run", "-f", "json")
+    actions = {c["path"]: c["action"] for c in json.loads(dry.stdout)["tables"]["changes"]}
+    assert actions["battles/part-000005-0000abcd.parquet"] == actions["battles/part-000005-0000dcba.parquet"] == "move"
+    assert staged.exists()  # a dry run changes nothing
+    adopted = arena("store", "repair", "-s", store, "--adopt-unpublished", "-f", "json")
+    actions = {c["path"]: c["action"] for c in json.loads(adopted.stdout)["tables"]["changes"]}
+    assert actions["battles/part-000005-0000abcd.parquet"] == "adopt" and actions["battles/part-000005-0000dcba.parquet"] == "move"
+    ids = Store.open(store).read("battles", ["battle_id"])["battle_id"]
+    assert ids.is_unique().all() and ids.len() == 36 + frame.height
+    assert (store / LOST_AND_FOUND / "battles" / "part-000005-0000dcba.parquet").exists()
