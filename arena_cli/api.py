@@ -32,6 +32,7 @@ from arena_cli.schema import Frame
 if TYPE_CHECKING:
     from arena_cli.comparison import Gate, LeaderboardComparison, VariantComparison
     from arena_cli.features.cache import FeatureUpdate
+    from arena_cli.io.repair import StoreCheck, StoreRepair
     from arena_cli.models.result import FitResult
 
 #: Where battles come from: a :class:`Source`, one file, several files, a frame of battles, or None (then
@@ -456,6 +457,25 @@ def feature_list() -> FeatureTable:
         "description": [f.description for f in FEATURES],
     })
     return FeatureTable(frame, kind="feature_list", settings=_feature_versions())
+
+
+def check_store(store: str | os.PathLike[str] | None = None) -> StoreCheck:
+    """Every problem of a store (``arena store check``): its manifest, each listed part (footers, schemas,
+    row counts) and the files it does not list. ``result.healthy`` is False when it needs a repair."""
+    from arena_cli.io.repair import check_store as check
+
+    return check(Source(store=Path(store) if store is not None else None).store_path)
+
+
+def repair_store(
+    store: str | os.PathLike[str] | None = None, *, dry_run: bool = False, adopt_unpublished: bool = False, lock_wait: float = 60.0,
+) -> StoreRepair:
+    """Make a store consistent (``arena store repair``): rebuild its manifest from the parts on disk, keeping
+    what is readable and was published, moving the rest to ``STORE/lost+found/``; nothing is deleted."""
+    from arena_cli.io.repair import repair_store as repair
+
+    store_path = Source(store=Path(store) if store is not None else None).store_path
+    return repair(store_path, lock_wait=lock_wait, dry_run=dry_run, adopt_unpublished=adopt_unpublished)
 
 
 def export(

@@ -104,6 +104,14 @@ def _register() -> None:
     app.command("report")(guarded(report.report_command))
     app.command("matrix")(guarded(matrix.matrix_command))
 
+    from arena_cli.commands import store
+
+    store_app = typer.Typer(name="store", help="Check and repair a store: arena store check | repair.", no_args_is_help=True,
+                            rich_markup_mode=None, context_settings={"help_option_names": ["-h", "--help"]})
+    store_app.command("check")(guarded(store.check_command))
+    store_app.command("repair")(guarded(store.repair_command))
+    app.add_typer(store_app, name="store")
+
 
 _register()
 
