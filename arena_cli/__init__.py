@@ -22,7 +22,7 @@ _EXPORTS = {
     # the pipeline, one function per command
     "load_battles": "api", "fit": "api", "rank_diff": "api", "compare": "api", "report": "api", "matrix": "api",
     "describe": "api", "ingest": "api", "compute_features": "api", "update_features": "api",
-    "stored_features": "api", "feature_list": "api", "export": "api",
+    "stored_features": "api", "feature_list": "api", "export": "api", "check_store": "api", "repair_store": "api",
     # what the calls take
     "Source": "io.options", "BattleFilter": "io.options", "InputOptions": "io.options", "FeatureOptions": "io.options",
     "FitOptions": "models.options", "Ties": "models.options", "BothBad": "models.options", "CIMethod": "models.options",
@@ -31,8 +31,9 @@ _EXPORTS = {
     "FitResult": "models.result", "VariantComparison": "comparison", "LeaderboardComparison": "comparison",
     "Summary": "results", "PairwiseMatrix": "results", "Report": "results", "FeatureTable": "results",
     "IngestReport": "results", "Loaded": "io.battles", "predict_win_prob": "models.result",
+    "StoreCheck": "io.repair", "StoreRepair": "io.repair",
     # errors, each with its exit code
-    "ArenaError": "errors", "InputError": "errors", "NoDataError": "errors", "GateError": "errors",
+    "ArenaError": "errors", "OptionError": "errors", "InputError": "errors", "NoDataError": "errors", "GateError": "errors",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -24,14 +24,15 @@ import polars as pl
 
 from arena_cli.errors import InputError, NoDataError
 from arena_cli.io.battles import Loaded, collect_parts, filter_frame
-from arena_cli.io.options import BattleFilter, FeatureOptions, InputOptions, Source
-from arena_cli.models.options import DEFAULT_TOP_K, DEFAULT_VARIANTS, CIMethod, FitOptions
+from arena_cli.io.options import LOCK_WAIT, BattleFilter, FeatureOptions, InputOptions, Source
+from arena_cli.models.options import DEFAULT_TOP_K, DEFAULT_VARIANTS, WORKERS, CIMethod, FitOptions
 from arena_cli.results import FeatureTable, IngestReport, PairwiseMatrix, Report, Summary
 from arena_cli.schema import Frame
 
 if TYPE_CHECKING:
     from arena_cli.comparison import Gate, LeaderboardComparison, VariantComparison
     from arena_cli.features.cache import FeatureUpdate
+    from arena_cli.io.repair import StoreCheck, StoreRepair
     from arena_cli.models.result import FitResult
 
 #: Where battles come from: a :class:`Source`, one file, several files, a frame of battles, or None (then
@@ -185,7 +186,7 @@ def compare(
     """What changed between two leaderboards (``arena compare``): each side an ``arena fit -o`` file, a
     store (fitted here with ``options``, sliced by its ``*_where`` and the model lists of ``filters``), or a
     :class:`FitResult`; ``fail_on`` conditions are evaluated (``result.failed``)."""
-    from arena_cli.comparison import Gate, compare_leaderboards, parse_gate, settings_mismatch
+    from arena_cli.comparison import Gate, ScoreDraws, compare_leaderboards, parse_gate, settings_mismatch
     from arena_cli.models.result import FitResult
 
     gates = [g if isinstance(g, Gate) else parse_gate(g) for g in fail_on]
@@ -196,7 +197,7 @@ def compare(
     stores = [not isinstance(s, FitResult) and Path(s).is_dir() for s in (old, new)]
     if (filters.models or filters.exclude_models) and not any(stores):
         raise InputError("--models/--exclude-models apply to a side that is a store directory; both sides are leaderboard files")
-    sides: list[tuple[pl.DataFrame, dict[str, Any], dict[str, Any], dict[str, Any]]] = []
+    sides: list[tuple[pl.DataFrame, dict[str, Any], dict[str, Any], dict[str, Any], ScoreDraws | None]] = []
     warnings: list[str] = []
     for side, where, option, is_store in ((old, old_where, "--old-where", stores[0]), (new, new_where, "--new-where", stores[1])):
         side_filter = dataclasses.replace(filters, where=where)
@@ -210,17 +211,19 @@ def compare(
             from arena_cli.comparison import load_leaderboard
 
             board, settings = load_leaderboard(Path(side))
-            sides.append((board, settings, {"files": [str(side)], "store": None}, side_filter.as_meta()))
+            sides.append((board, settings, {"files": [str(side)], "store": None}, side_filter.as_meta(), None))
             continue
         warnings.extend(result.warnings)
         inputs = result.inputs or {"files": [], "store": None}
-        sides.append((result.leaderboard, {**result.settings, "where": where}, inputs, side_filter.as_meta()))
-    (old_board, old_settings, old_inputs, old_filters), (new_board, new_settings, new_inputs, new_filters) = sides
+        sides.append((result.leaderboard, {**result.settings, "where": where}, inputs, side_filter.as_meta(), ScoreDraws.of(result)))
+    (old_board, old_settings, old_inputs, old_filters, old_draws), (new_board, new_settings, new_inputs, new_filters, new_draws) = sides
     differing = settings_mismatch(old_settings, new_settings)
     if differing:
         warnings.append(f"the two leaderboards were fitted with different {', '.join(differing)}: their scores may not be comparable")
     labels = [_label(side, where) for side, where in ((old, old_where), (new, new_where))]
-    comparison = compare_leaderboards(old_board, new_board, gates, labels[0], labels[1], {"old": old_settings, "new": new_settings})
+    comparison = compare_leaderboards(
+        old_board, new_board, gates, labels[0], labels[1], {"old": old_settings, "new": new_settings}, old_draws, new_draws,
+    )
     return dataclasses.replace(
         comparison, filters={"old": old_filters, "new": new_filters}, inputs={"old": old_inputs, "new": new_inputs},
         warnings=tuple(dict.fromkeys(warnings)),
@@ -347,6 +350,7 @@ def ingest(
     from arena_cli.io.results import source_notes
     from arena_cli.io.store import Store
 
+    LOCK_WAIT.check(lock_wait)
     paths = [Path(f) for f in files]
     source = Source(tuple(paths), Path(store) if store is not None else None, input or InputOptions())
     check_sources(paths, source.input)  # a typo in a path or option must not leave an empty store behind
@@ -371,6 +375,7 @@ def compute_features(
     from arena_cli.features.cache import FEATURE_COLUMNS
     from arena_cli.features.tokenizer import canonical_encoding
 
+    WORKERS.check(workers)
     features = features or FeatureOptions()
     if isinstance(data, pl.DataFrame):
         battles: pl.DataFrame = data
@@ -417,6 +422,8 @@ def update_features(
     encoding (``arena features``); an interrupted run keeps the parts it finished."""
     from arena_cli.features import update_store_features
 
+    WORKERS.check(workers)
+    LOCK_WAIT.check(lock_wait)
     features = features or FeatureOptions()
     progress = _BatchProgress(on_progress)
     return update_store_features(
@@ -451,6 +458,25 @@ def feature_list() -> FeatureTable:
         "description": [f.description for f in FEATURES],
     })
     return FeatureTable(frame, kind="feature_list", settings=_feature_versions())
+
+
+def check_store(store: str | os.PathLike[str] | None = None) -> StoreCheck:
+    """Every problem of a store (``arena store check``): its manifest, each listed part (footers, schemas,
+    row counts) and the files it does not list. ``result.healthy`` is False when it needs a repair."""
+    from arena_cli.io.repair import check_store as check
+
+    return check(Source(store=Path(store) if store is not None else None).store_path)
+
+
+def repair_store(
+    store: str | os.PathLike[str] | None = None, *, dry_run: bool = False, adopt_unpublished: bool = False, lock_wait: float = 60.0,
+) -> StoreRepair:
+    """Make a store consistent (``arena store repair``): rebuild its manifest from the parts on disk, keeping
+    what is readable and was published, moving the rest to ``STORE/lost+found/``; nothing is deleted."""
+    from arena_cli.io.repair import repair_store as repair
+
+    store_path = Source(store=Path(store) if store is not None else None).store_path
+    return repair(store_path, lock_wait=lock_wait, dry_run=dry_run, adopt_unpublished=adopt_unpublished)
 
 
 def export(

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from arena_cli.errors import ArenaError, ExitCode
+from arena_cli.errors import ArenaError, ExitCode, OptionError
 
 app = typer.Typer(
     name="arena",
@@ -36,13 +36,16 @@ def _error(message: str) -> None:
 
 
 def guarded(command: Callable) -> Callable:
-    """Library errors become a one-line message on stderr and their documented exit code; anything else is a
-    bug: one line and exit 1, with the traceback only under ``ARENA_DEBUG=1``."""
+    """Library errors become a one-line message on stderr and their documented exit code (a bad option value is
+    reported as the command line's own usage errors are, exit 2); anything else is a bug: one line and exit 1,
+    with the traceback only under ``ARENA_DEBUG=1``."""
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
+        except OptionError as error:
+            raise typer.BadParameter(error.reason, param_hint=f"'{error.option}'") from None
         except ArenaError as error:
             if os.environ.get("ARENA_DEBUG"):
                 raise
@@ -70,8 +73,9 @@ def guarded(command: Callable) -> Callable:
 def _version(value: bool) -> None:
     if value:
         from arena_cli import __version__
+        from arena_cli.console import write_stdout
 
-        typer.echo(f"arena-cli {__version__}")
+        write_stdout(f"arena-cli {__version__}\n".encode())
         raise typer.Exit()
 
 
@@ -107,6 +111,14 @@ def _register() -> None:
     app.command("compare")(guarded(compare.compare_command))
     app.command("report")(guarded(report.report_command))
     app.command("matrix")(guarded(matrix.matrix_command))
+
+    from arena_cli.commands import store
+
+    store_app = typer.Typer(name="store", help="Check and repair a store: arena store check | repair.", no_args_is_help=True,
+                            rich_markup_mode=None, context_settings={"help_option_names": ["-h", "--help"]})
+    store_app.command("check")(guarded(store.check_command))
+    store_app.command("repair")(guarded(store.repair_command))
+    app.add_typer(store_app, name="store")
 
 
 _register()

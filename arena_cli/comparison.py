@@ -10,15 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import polars as pl
 
-from arena_cli.errors import InputError
-from arena_cli.models.options import DEFAULT_TOP_K, DEFAULT_VARIANTS
+from arena_cli.bounds import Bounds
+from arena_cli.errors import InputError, OptionError
+from arena_cli.models.options import DEFAULT_TOP_K, DEFAULT_VARIANTS, TOP_K
 
 if TYPE_CHECKING:
     from arena_cli.models import FitOptions, FitResult
@@ -222,8 +225,7 @@ def compare_variants(
     change_intervals: Mapping[str, pl.DataFrame] | None = None,
 ) -> VariantComparison:
     """Side by side: per-variant leaderboards (and style coefficients) fitted on the same battles."""
-    if top_k < 1:
-        raise InputError(f"--top-k {top_k}: must be at least 1")
+    TOP_K.check(top_k)
     return VariantComparison(
         rank_diff=rank_diff_frame(leaderboards, baseline, sort_by, change_intervals),
         coefficients=variant_coefficient_frame(coefficients),
@@ -305,8 +307,7 @@ def diff_variants(
         raise InputError(f"--baseline {baseline!r}: not one of the variants {list(variants)}")
     if sort_by is not None and sort_by != "model" and sort_by not in variants:
         raise InputError(f"--sort {sort_by!r}: give model or one of the variants {list(variants)}")
-    if top_k < 1:
-        raise InputError(f"--top-k {top_k}: must be at least 1")
+    TOP_K.check(top_k)
     results = fit_variants(battles, dict(variants), options, on_progress=on_progress)
     return compare_fits(results, variants, baseline, sort_by, top_k)
 
@@ -345,10 +346,78 @@ def load_leaderboard(path: Path) -> tuple[pl.DataFrame, dict[str, Any]]:
     raise InputError(f"{path}: leaderboard files are .json, .parquet or .csv (from `arena fit -o`)")
 
 
-def leaderboard_changes(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
+@dataclass(frozen=True)
+class ScoreDraws:
+    """A fit's score draws (one row per bootstrap round or normal draw, one column per model of ``models``) and
+    the confidence of its intervals: what ranks among a subset of its models are computed from."""
+
+    models: tuple[str, ...]
+    draws: np.ndarray
+    confidence: float
+
+    @classmethod
+    def of(cls, result: FitResult) -> ScoreDraws | None:
+        if result.score_draws is None:
+            return None
+        return cls(tuple(result.models), result.score_draws, float(result.settings.get("confidence", 0.95)))
+
+
+def common_ranks(board: pl.DataFrame, common: Sequence[str], draws: ScoreDraws | None = None) -> pl.DataFrame:
+    """``model, rank, rank_lower, rank_upper`` of the ``common`` models of a leaderboard, ranked among themselves
+    only, so that models the other leaderboard lacks move no one.
+
+    ``rank`` is LMArena's among them (1 + the common models whose score interval lies wholly above). The rank
+    range is the fit's, restricted: from the score draws when given (the common models' ranks in each draw,
+    then the same percentiles as the fit's); otherwise from the saved range, less the other models that stood
+    above: one whose score interval lies wholly above lowers both bounds by one, one whose interval overlaps
+    lowers the best bound only (it may or may not have been above), so the range can only be wider than the
+    exact one."""
+    from arena_cli.models.uncertainty import lmarena_rank, rank_interval, ranks_of
+
+    board = _checked(board, "leaderboard")
+    is_common = board["model"].is_in(list(common)).to_numpy()
+    score = board["score"].cast(pl.Float64).to_numpy()
+    lower = upper = score  # without intervals: the plain order by score
+    if board["score_lower"].is_not_null().any():  # a bound saved as null was infinite (an undetermined score)
+        lower = board["score_lower"].cast(pl.Float64).fill_null(-np.inf).to_numpy()
+        upper = board["score_upper"].cast(pl.Float64).fill_null(np.inf).to_numpy()
+    rank = lmarena_rank(lower[is_common], upper[is_common])
+    models = board["model"].filter(pl.Series(is_common)).to_list()
+    if draws is not None:
+        column = {m: i for i, m in enumerate(draws.models)}
+        best, worst = rank_interval(ranks_of(draws.draws[:, [column[m] for m in models]]), draws.confidence)
+        bounds = [pl.Series(best, dtype=pl.Int64), pl.Series(worst, dtype=pl.Int64)]
+    else:
+        other = ~is_common
+        surely_above = (lower[other][None, :] > upper[is_common][:, None]).sum(axis=1)
+        maybe_above = (upper[other][None, :] >= lower[is_common][:, None]).sum(axis=1) - surely_above
+        n = int(is_common.sum())
+        saved = board.filter(pl.Series(is_common))
+        bounds = [
+            (saved["rank_lower"] - pl.Series(surely_above + maybe_above)).clip(1, n),
+            (saved["rank_upper"] - pl.Series(surely_above)).clip(1, n),
+        ]
+    return pl.DataFrame({
+        "model": pl.Series(models, dtype=pl.String), "rank": pl.Series(rank, dtype=pl.Int64),
+        "rank_lower": bounds[0].cast(pl.Int64), "rank_upper": bounds[1].cast(pl.Int64),
+    })
+
+
+def leaderboard_changes(old: pl.DataFrame, new: pl.DataFrame, old_draws: ScoreDraws | None = None, new_draws: ScoreDraws | None = None) -> pl.DataFrame:
     """One row per model of either leaderboard: ``status`` (kept, entered, left), old and new rank, rank
-    interval, score and position, the rank and score changes, and whether each is beyond the intervals."""
-    paired = _paired(with_positions(_checked(old, "OLD")), with_positions(_checked(new, "NEW")))
+    interval, score and position, the score change and whether it is beyond the intervals.
+
+    Each leaderboard's own ranks are shown as they are; the rank change (``rank_change``, old minus new) and
+    whether it is beyond the intervals (``rank_beyond_interval``) compare the ``common_rank_*`` columns: ranks
+    among the models both leaderboards have (see :func:`common_ranks`; from the score draws when both sides
+    have them, else from the saved ranges on both sides), so models that entered or left move no one."""
+    old, new = _checked(old, "OLD"), _checked(new, "NEW")
+    paired = _paired(with_positions(old), with_positions(new))
+    common = sorted(set(old["model"].to_list()) & set(new["model"].to_list()))
+    draws = (old_draws, new_draws) if old_draws is not None and new_draws is not None else (None, None)
+    for side, board, side_draws in (("old", old, draws[0]), ("new", new, draws[1])):
+        ranks = common_ranks(board, common, side_draws)
+        paired = paired.join(ranks.rename(lambda c: c if c == "model" else f"common_{c}_{side}"), on="model", how="left")
     status = (
         pl.when(pl.col("rank_base").is_null()).then(pl.lit("entered"))
         .when(pl.col("rank_new").is_null()).then(pl.lit("left"))
@@ -356,14 +425,18 @@ def leaderboard_changes(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
     )
     changes = paired.with_columns(
         status.alias("status"),
+        (pl.col("common_rank_old") - pl.col("common_rank_new")).alias("rank_change"),
+        _interval_disjoint("common_rank_lower_new", "common_rank_upper_new", "common_rank_lower_old", "common_rank_upper_old").alias("rank_beyond_interval"),
         (pl.col("score_new") - pl.col("score_base")).alias("score_change"),
         _interval_disjoint("score_lower_new", "score_upper_new", "score_lower_base", "score_upper_base").alias("score_beyond_interval"),
-    ).rename({"shifted": "rank_beyond_interval"})
+    )
     rename = {f"{c}_base": f"{c}_old" for c in ("position", *COMPARED_COLUMNS) if c != "model"}
     changes = changes.rename(rename)
     columns = [
         "model", "status",
-        "rank_old", "rank_lower_old", "rank_upper_old", "rank_new", "rank_lower_new", "rank_upper_new", "rank_change", "rank_beyond_interval",
+        "rank_old", "rank_lower_old", "rank_upper_old", "rank_new", "rank_lower_new", "rank_upper_new",
+        "common_rank_old", "common_rank_lower_old", "common_rank_upper_old", "common_rank_new", "common_rank_lower_new", "common_rank_upper_new",
+        "rank_change", "rank_beyond_interval",
         "score_old", "score_lower_old", "score_upper_old", "score_new", "score_lower_new", "score_upper_new", "score_change", "score_beyond_interval",
         "position_old", "position_new",
     ]
@@ -384,11 +457,19 @@ class Gate:
 
 #: ``--fail-on`` conditions: name -> (needs a value, what it means). The README shows this text.
 GATES: dict[str, tuple[bool, str]] = {
-    "rank-shift": (True, "a model in both leaderboards moved N or more ranks (|new rank - old rank| >= N)"),
+    "rank-shift": (True, "a model in both leaderboards moved N or more ranks among the models both have (|new rank - old rank| >= N)"),
     "score-shift": (True, "a model in both leaderboards changed score by X or more points (|new - old| >= X)"),
     "top-k-change": (True, "the set of the K highest-scoring models differs (a model entered or left the top K; a reorder within it does not count)"),
-    "significant-shift": (False, "a model's new rank interval does not overlap its old one"),
+    "significant-shift": (False, "a model's new rank interval does not overlap its old one (ranks among the models both have)"),
     "models-changed": (False, "a model entered or left the leaderboard"),
+}
+
+
+#: The thresholds of the conditions that take one.
+GATE_THRESHOLDS: dict[str, Bounds] = {
+    "rank-shift": Bounds("--fail-on", low=1, integer=True),
+    "score-shift": Bounds("--fail-on", low=0, low_open=True),
+    "top-k-change": Bounds("--fail-on", low=1, integer=True),
 }
 
 
@@ -397,30 +478,32 @@ def parse_gate(text: str) -> Gate:
     name, sep, value = text.strip().partition("=")
     name = name.strip()
     if name not in GATES:
-        raise InputError(f"--fail-on {text!r}: unknown condition; one of {', '.join(GATES)}")
-    needs_value = GATES[name][0]
-    if not needs_value:
+        raise OptionError("--fail-on", f"{text!r}: unknown condition; one of {', '.join(GATES)}")
+    bounds = GATE_THRESHOLDS.get(name)
+    if bounds is None:
         if sep:
-            raise InputError(f"--fail-on {text!r}: {name} takes no value")
+            raise OptionError("--fail-on", f"{text!r}: {name} takes no value")
         return Gate(name)
     try:
         threshold = float(value)
     except ValueError:
-        threshold = -1.0
-    integral = name != "score-shift"
-    if not sep or threshold <= 0 or (integral and threshold != int(threshold)):
-        kind = "a positive integer" if integral else "a positive number"
-        raise InputError(f"--fail-on {text!r}: {name} needs {kind}, e.g. {name}={'3' if integral else '10'}")
+        threshold = math.nan
+    whole = bounds.integer and threshold.is_integer()  # "3" and "3.0" are the integer 3
+    if not sep or not bounds.accepts(int(threshold) if whole else threshold):
+        raise OptionError("--fail-on", f"{text!r}: {name} needs {bounds.describe()}, e.g. {name}={'3' if bounds.integer else '10'}")
     return Gate(name, threshold)
 
 
 def _gate_detail(gate: Gate, changes: pl.DataFrame) -> tuple[bool, str]:
     """Whether ``gate`` is met by ``changes`` (from :func:`leaderboard_changes`), and which models met it."""
     kept = changes.filter(pl.col("status") == "kept")
-    if gate.name == "rank-shift":
-        hits = kept.filter(pl.col("rank_change").abs() >= gate.value)
-        detail = [f"{m} {old}→{new}" for m, old, new in hits.select("model", "rank_old", "rank_new").iter_rows()]
-    elif gate.name == "score-shift":
+    among = "" if kept.height == changes.height else f"; ranks among the {kept.height} models both have"
+    if gate.name in ("rank-shift", "significant-shift"):
+        met = pl.col("rank_change").abs() >= gate.value if gate.name == "rank-shift" else pl.col("rank_beyond_interval").fill_null(False)
+        hits = kept.filter(met).select("model", "common_rank_old", "common_rank_new")
+        detail = [f"{m} {old}→{new}" for m, old, new in hits.iter_rows()]
+        return bool(detail), ", ".join(detail) + (among if detail else "")
+    if gate.name == "score-shift":
         hits = kept.filter(pl.col("score_change").abs() >= gate.value)
         detail = [f"{m} {c:+.1f}" for m, c in hits.select("model", "score_change").iter_rows()]
     elif gate.name == "top-k-change":
@@ -428,9 +511,6 @@ def _gate_detail(gate: Gate, changes: pl.DataFrame) -> tuple[bool, str]:
         entered = changes.filter((pl.col("position_new") <= k) & ~(pl.col("position_old") <= k).fill_null(False))["model"].to_list()
         left = changes.filter((pl.col("position_old") <= k) & ~(pl.col("position_new") <= k).fill_null(False))["model"].to_list()
         detail = [f"+{m}" for m in entered] + [f"-{m}" for m in left]
-    elif gate.name == "significant-shift":
-        hits = kept.filter(pl.col("rank_beyond_interval").fill_null(False))
-        detail = [f"{m} {old}→{new}" for m, old, new in hits.select("model", "rank_old", "rank_new").iter_rows()]
     else:
         detail = [f"+{m}" for m in changes.filter(pl.col("status") == "entered")["model"]]
         detail += [f"-{m}" for m in changes.filter(pl.col("status") == "left")["model"]]
@@ -452,6 +532,8 @@ class LeaderboardComparison:
     old_label: str
     new_label: str
     settings: dict[str, Any] = field(default_factory=dict)
+    #: where the rank ranges among the common models come from: "score draws" or "saved rank ranges"
+    common_ranks_from: str = "saved rank ranges"
     filters: dict[str, Any] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
@@ -466,6 +548,8 @@ class LeaderboardComparison:
         return {
             "models_old": changes["rank_old"].is_not_null().sum(),
             "models_new": changes["rank_new"].is_not_null().sum(),
+            "common_models": kept.height,
+            "common_ranks_from": self.common_ranks_from,
             "entered": changes.filter(pl.col("status") == "entered")["model"].to_list(),
             "left": changes.filter(pl.col("status") == "left")["model"].to_list(),
             "largest_rank_shift": int(kept.select(pl.col("rank_change").abs().max().fill_null(0)).item()) if kept.height else 0,
@@ -486,10 +570,14 @@ def compare_leaderboards(
     old_label: str = "old",
     new_label: str = "new",
     settings: Mapping[str, Any] | None = None,
+    old_draws: ScoreDraws | None = None,
+    new_draws: ScoreDraws | None = None,
 ) -> LeaderboardComparison:
-    """Compare two leaderboards and evaluate the ``--fail-on`` gates on the result."""
-    changes = leaderboard_changes(old, new)
-    return LeaderboardComparison(changes, evaluate_gates(gates, changes), old_label, new_label, dict(settings or {}))
+    """Compare two leaderboards and evaluate the ``--fail-on`` gates on the result; rank changes are among the
+    models both have, from the score draws when both sides come with them (see :func:`leaderboard_changes`)."""
+    changes = leaderboard_changes(old, new, old_draws, new_draws)
+    source = "score draws" if old_draws is not None and new_draws is not None else "saved rank ranges"
+    return LeaderboardComparison(changes, evaluate_gates(gates, changes), old_label, new_label, dict(settings or {}), source)
 
 
 def settings_mismatch(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:

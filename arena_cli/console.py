@@ -7,8 +7,9 @@ not pay for it.
 from __future__ import annotations
 
 import functools
+import os
 import sys
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -16,9 +17,43 @@ if TYPE_CHECKING:
 
 @functools.cache
 def _console() -> Console:
+    return _quiet_console(stderr=True)
+
+
+def stdout_console() -> Console:
+    """A rich console on stdout (the terminal view of a table) that stops quietly when stdout is closed."""
+    return _quiet_console()
+
+
+def _quiet_console(**options: object) -> Console:
     from rich.console import Console
 
-    return Console(stderr=True)
+    class QuietConsole(Console):
+        """rich's console exits with status 1 when its stream is a closed pipe; this one discards the rest."""
+
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            _discard(self.file)
+
+    return QuietConsole(**options)  # type: ignore[arg-type]
+
+
+def write_stdout(data: bytes) -> None:
+    """Data to stdout. A reader that stopped reading (``arena info | head -1``) is not an error: the rest of the
+    output is discarded, silently, and the command carries on to its own exit code."""
+    try:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _discard(sys.stdout)
+
+
+def _discard(stream: IO[str]) -> None:
+    """Point ``stream`` at /dev/null, so that what is still buffered (flushed at exit) goes nowhere instead of
+    raising BrokenPipeError again (as Python's documentation on SIGPIPE recommends)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, stream.fileno())
+    os.close(devnull)
 
 
 def __getattr__(name: str):

@@ -8,8 +8,8 @@ from enum import IntEnum
 class ExitCode(IntEnum):
     OK = 0
     INTERNAL = 1          # a bug: an unexpected exception (with traceback under ARENA_DEBUG=1)
-    USAGE = 2             # bad command-line usage (typer/click's own code)
-    INPUT = 3             # input cannot be read: missing file, unknown format, bad --map/--where, empty store
+    USAGE = 2             # bad command-line usage: unknown option, malformed or out-of-range value (typer/click's own code)
+    INPUT = 3             # input cannot be read (missing file, unknown format, bad --map/--where, empty store), or -o cannot be written
     REJECTED = 4          # --strict and some rows were quarantined (they are kept in the quarantine)
     LOCKED = 5            # the store is locked by another run and the wait timed out
     NO_DATA = 6           # nothing left to fit after filters (or too few battles)
@@ -26,6 +26,17 @@ class ArenaError(Exception):
         super().__init__(message)
         if exit_code is not None:
             self.exit_code = exit_code
+
+
+class OptionError(ArenaError, ValueError):
+    """An option value that is malformed or out of range whatever the input (``--ridge nan``, ``--rounds 0``): a
+    usage error, exit 2 like the command line's own, and a ValueError to Python callers."""
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, option: str, reason: str):
+        super().__init__(f"{option}: {reason}")
+        self.option, self.reason = option, reason
 
 
 class InputError(ArenaError):

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from arena_cli import comparison as compare
-from arena_cli.errors import InputError
+from arena_cli.errors import InputError, OptionError
 from arena_cli.render import Document, OutputFormat, Table, render
 from tests import compare_fixtures as fx
 
@@ -89,7 +89,7 @@ def test_baseline_alone_gives_empty_changes_and_highlights():
 
 
 def test_top_k_must_be_positive():
-    with pytest.raises(InputError, match="--top-k"):
+    with pytest.raises(OptionError, match="--top-k"):
         comparison(top_k=0)
 
 
@@ -145,9 +145,10 @@ def test_parse_gate(text, gate):
     assert compare.parse_gate(text) == gate
 
 
-@pytest.mark.parametrize("text", ["rank-shift", "rank-shift=0", "rank-shift=1.5", "top-k-change=x", "models-changed=1", "drift=2", "score-shift=-1"])
+@pytest.mark.parametrize("text", ["rank-shift", "rank-shift=0", "rank-shift=1.5", "top-k-change=x", "models-changed=1", "drift=2", "score-shift=-1",
+                                  "score-shift=nan", "score-shift=inf", "score-shift=0", "rank-shift=inf", "rank-shift=-inf", "top-k-change=nan"])
 def test_parse_gate_rejects(text):
-    with pytest.raises(InputError, match="--fail-on"):
+    with pytest.raises(OptionError, match="--fail-on"):
         compare.parse_gate(text)
 
 
@@ -250,3 +251,77 @@ def test_rank_diff_carries_change_intervals_when_given():
     diff = compare.rank_diff_frame(fx.leaderboards(), "none", change_intervals={"both": bounds})
     assert diff.filter(pl.col("model") == "alpha").select("rank_change_both", "rank_change_lower_both", "rank_change_upper_both").row(0) == (-3, -4, -2)
     assert "rank_change_lower_length" not in diff.columns
+
+
+# ------------------------------------------------------------------- rank changes among the common models
+
+
+def _board_from_draws(models: list[str], draws):
+    """A leaderboard as a fit writes it from score draws: score, percentile interval, LMArena rank, rank range."""
+    import numpy as np
+
+    from arena_cli.models.uncertainty import lmarena_rank, percentile_interval, rank_interval, ranks_of
+
+    lower, upper = percentile_interval(draws, 0.95)
+    best, worst = rank_interval(ranks_of(draws), 0.95)
+    return pl.DataFrame({
+        "rank": lmarena_rank(lower, upper), "rank_lower": best, "rank_upper": worst, "model": models,
+        "score": draws.mean(axis=0), "score_lower": lower, "score_upper": upper,
+    }).sort("score", descending=True), compare.ScoreDraws(tuple(models), draws, 0.95)
+
+
+def _draws(centres, seed=0, sd=12.0):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return np.asarray(centres, dtype=float)[None, :] + rng.normal(0.0, sd, size=(400, len(centres)))
+
+
+SIX = ["m1", "m2", "m3", "m4", "m5", "m6"]
+CENTRES = [1100.0, 1080.0, 1040.0, 1000.0, 960.0, 900.0]
+
+
+@pytest.mark.parametrize("with_draws", [True, False], ids=["draws", "saved-ranges"])
+def test_models_entering_above_move_no_one(with_draws):
+    """Three new models far above the six: every old model drops three places on the new board, its score and
+    its rank among the six unchanged. No rank condition may fire; models-changed does."""
+    import numpy as np
+
+    base = _draws(CENTRES)
+    old, old_draws = _board_from_draws(SIX, base)
+    entered = np.hstack([_draws([1400.0, 1350.0, 1300.0], seed=1), base])
+    new, new_draws = _board_from_draws(["n1", "n2", "n3", *SIX], entered)
+    assert new.filter(pl.col("model") == "m6")["rank_lower"].item() == old.filter(pl.col("model") == "m6")["rank_lower"].item() + 3
+    gates = [compare.parse_gate(g) for g in ("rank-shift=1", "significant-shift", "models-changed")]
+    draws = (old_draws, new_draws) if with_draws else (None, None)
+    result = compare.compare_leaderboards(old, new, gates, old_draws=draws[0], new_draws=draws[1])
+    assert result.failed == ["models-changed"]
+    kept = result.changes.filter(pl.col("status") == "kept")
+    assert kept["rank_change"].to_list() == [0] * 6 and not kept["rank_beyond_interval"].any()
+    assert kept["common_rank_lower_new"].to_list() == kept["common_rank_lower_old"].to_list()
+    assert result.summary()["common_ranks_from"] == ("score draws" if with_draws else "saved rank ranges")
+
+
+@pytest.mark.parametrize("with_draws", [True, False], ids=["draws", "saved-ranges"])
+def test_a_real_shift_among_common_models_still_fires(with_draws):
+    """m6 climbs from last to first among the six while a model leaves: the rank conditions fire for it."""
+    old, old_draws = _board_from_draws([*SIX, "gone"], _draws([*CENTRES, 1500.0]))
+    moved = [*CENTRES[:5], 1200.0]
+    new, new_draws = _board_from_draws(SIX, _draws(moved, seed=2))
+    gates = [compare.parse_gate(g) for g in ("rank-shift=3", "significant-shift")]
+    draws = (old_draws, new_draws) if with_draws else (None, None)
+    result = compare.compare_leaderboards(old, new, gates, old_draws=draws[0], new_draws=draws[1])
+    assert result.failed == ["rank-shift=3", "significant-shift"]
+    rank_shift, significant = result.gates["models"].to_list()
+    assert rank_shift == "m6 6→1; ranks among the 6 models both have"
+    assert significant.startswith("m6 6→1, ")  # (and the models it passed, each pushed down a place)
+
+
+def test_common_ranks_from_saved_ranges_can_only_widen():
+    """Without draws, a model not shared whose interval overlaps lowers only the best bound."""
+    board = pl.DataFrame({
+        "rank": [1, 1, 3], "rank_lower": [1, 2, 3], "rank_upper": [2, 2, 3], "model": ["x", "a", "b"],
+        "score": [1010.0, 1005.0, 900.0], "score_lower": [995.0, 990.0, 890.0], "score_upper": [1025.0, 1020.0, 910.0],
+    })
+    ranks = compare.common_ranks(board, ["a", "b"])
+    assert ranks.rows() == [("a", 1, 1, 2), ("b", 2, 2, 2)]  # x overlaps a: only its best bound may move; x is wholly above b

@@ -120,11 +120,16 @@ def test_compare_writes_the_file_before_failing(boards, tmp_path):
     assert "| rank-shift=1 | True |" in target.read_text() and "| models-changed | False |" in target.read_text()
 
 
-@pytest.mark.parametrize("args", [
-    ["--fail-on", "rank-shift"], ["--fail-on", "nonsense=1"], ["--old-where", "turn > 1"], ["--models", "a,b"], ["--exclude-models", "a"],
-])
-def test_compare_usage_errors_exit_3(boards, args):
+@pytest.mark.parametrize("args", [["--old-where", "turn > 1"], ["--models", "a,b"], ["--exclude-models", "a"]])
+def test_compare_input_errors_exit_3(boards, args):
     assert run("compare", *boards, *args).exit_code == ExitCode.INPUT
+
+
+@pytest.mark.parametrize("condition", ["rank-shift", "nonsense=1", "score-shift=nan", "score-shift=inf", "rank-shift=inf", "top-k-change=0"])
+def test_compare_malformed_conditions_are_usage_errors(boards, condition):
+    result = run("compare", *boards, "--fail-on", condition)
+    assert result.exit_code == ExitCode.USAGE
+    assert "Invalid value for '--fail-on'" in result.output and condition in result.output
 
 
 def test_compare_missing_file_exits_3(boards, tmp_path):

@@ -14,7 +14,7 @@ from arena_cli.cli import app
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
-COMMAND_HEADING = re.compile(r"^arena ([\w-]+)$")
+COMMAND_HEADING = re.compile(r"^arena ([\w-]+(?: [\w-]+)?)$")  # a command, or a group's command
 FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 
 

@@ -111,11 +111,12 @@ def test_davidson_and_compat_settings(votes, tmp_path):
     [
         (["--style", "sparkle"], 3, "sparkle"),
         (["--anchor", "nobody=1000", "--ci", "none"], 3, "--anchor"),
-        (["--anchor", "model-000"], 3, "MODEL=SCORE"),
+        (["--anchor", "model-000"], 2, "MODEL=SCORE"),
+        (["--anchor", "model-000=inf"], 2, "--anchor"),
         (["--where", "language = 'Klingon'"], 6, "no battles"),
         (["--min-battles", "100000", "--ci", "none"], 6, "fewer than two models"),
         (["--cluster", "nope"], 3, "--cluster"),
-        (["--confidence", "1.5"], 3, "--confidence"),
+        (["--confidence", "1.5"], 2, "--confidence"),
     ],
 )
 @pytest.mark.parametrize("source", ["file", "store"])

@@ -43,7 +43,31 @@ def commands(log: Path, store: Path, tmp: Path) -> dict[str, list[object]]:
         "features": ["features", "--store", store, "-f", "json"],
         "feature_list": ["features", "--list", "-f", "json"],
         "ingest": ["ingest", log, "--store", store, "-f", "json"],
+        "store_check": ["store", "check", "--store", store, "-f", "json"],
+        "store_repair": ["store", "repair", "--store", store, "--dry-run", "-f", "json"],
     }
+
+
+def json_commands() -> set[str]:
+    """Every command (``group_command`` for a group's) that can print JSON, found by walking the app."""
+    import typer.main
+
+    found: set[str] = set()
+
+    def walk(command, name: str) -> None:
+        for sub_name, sub in getattr(command, "commands", {}).items():
+            walk(sub, f"{name}_{sub_name}" if name else sub_name)
+        formats = [p for p in getattr(command, "params", []) if "--format" in getattr(p, "opts", [])]
+        if any("json" in getattr(p.type, "choices", ()) for p in formats):
+            found.add(name)
+
+    walk(typer.main.get_command(app), "")
+    return found
+
+
+def test_every_json_command_is_checked():
+    # report writes its JSON with -o (test_report_json_has_the_shape); feature_list is `features --list`
+    assert json_commands() == {*CHECKED, "report"} - {"feature_list"}
 
 
 def check_shape(payload: dict, kind: str) -> None:
@@ -56,12 +80,15 @@ def check_shape(payload: dict, kind: str) -> None:
     if kind == "compare":  # two sides, each described as any other command's
         assert set(meta["settings"]) >= {"old", "new"} and set(meta["filters"]) == {"old", "new"}
         assert all(set(meta["filters"][side]) == FILTER_KEYS for side in ("old", "new"))
-    elif kind not in ("feature_list", "features", "ingest"):
+    elif kind not in ("feature_list", "features", "ingest", "store_check", "store_repair"):
         assert set(meta["filters"]) == FILTER_KEYS
     assert all(isinstance(rows, list) for rows in payload["tables"].values())
 
 
-@pytest.mark.parametrize("command", ["fit", "diff", "compare", "matrix", "info", "features", "feature_list", "ingest"])
+CHECKED = ["fit", "diff", "compare", "matrix", "info", "features", "feature_list", "ingest", "store_check", "store_repair"]
+
+
+@pytest.mark.parametrize("command", CHECKED)
 def test_every_command_has_the_one_json_shape(data, tmp_path, command):
     log, store = data
     kinds = {"fit": "leaderboard", "feature_list": "feature_list"}

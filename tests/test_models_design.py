@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena_cli.errors import InputError, NoDataError
+from arena_cli.errors import InputError, NoDataError, OptionError
 from arena_cli.models import design as D
 from arena_cli.models.options import BothBad, FitOptions, Ties, parse_anchor, parse_style
 
@@ -237,14 +237,14 @@ def test_style_and_anchor_parsing():
     assert parse_style("none") == ()
     assert parse_style("both") == ("length", "header", "list", "bold")
     assert parse_style(" length, sentiment ,length") == ("length", "sentiment")
-    with pytest.raises(InputError):
+    with pytest.raises(OptionError):
         parse_style(" , ")
-    with pytest.raises(InputError):
+    with pytest.raises(OptionError):
         parse_style("none,length")
     assert parse_anchor("mixtral-8x7b-instruct-v0.1=1114") == ("mixtral-8x7b-instruct-v0.1", 1114.0)
     assert parse_anchor("a=b=1000.5") == ("a=b", 1000.5)
-    for bad in ("mixtral", "=1000", "m=high"):
-        with pytest.raises(InputError):
+    for bad in ("mixtral", "=1000", "m=high", "m=nan", "m=inf", "m=-inf"):
+        with pytest.raises(OptionError, match="--anchor"):
             parse_anchor(bad)
 
 
@@ -258,7 +258,7 @@ def test_compat_preset_fills_only_unset_options():
     default = FitOptions(style="both").resolved()
     assert (default.reweight, default.ridge, default.ci, default.min_battles) == (False, 0.0, CIMethod.bootstrap, 50)
     for bad in (dict(confidence=1.0), dict(rounds=0), dict(ridge=-1.0), dict(min_battles=0), dict(workers=0)):
-        with pytest.raises(InputError):
+        with pytest.raises(OptionError):
             FitOptions(**bad).resolved()
 
 
@@ -269,7 +269,7 @@ def test_options_accept_plain_strings_for_choices():
     assert (options.ties, options.both_bad, options.ci, options.solver, options.compat) == (
         Ties.davidson, BothBad.drop, CIMethod.sandwich, Solver.statsmodels, Compat.arena_rank)
     assert options.anchor == ("m", 1114.0)
-    with pytest.raises(InputError, match="ties 'thirds': expected one of half, drop, davidson"):
+    with pytest.raises(OptionError, match="--ties: 'thirds': expected one of half, drop, davidson"):
         FitOptions(ties="thirds")
 
 

@@ -73,11 +73,10 @@ def test_table_file_is_plain_and_terminal_has_coloured_arrows():
     assert "A [bracketed] title" in plain and "a note with [brackets]" in plain  # not eaten as markup
     from rich.console import Console
 
-    from arena_cli.render.text import rich_tables
+    from arena_cli.render.text import print_rich
 
     console = Console(file=io.StringIO(), force_terminal=True, color_system="standard", width=120)
-    for table in rich_tables(doc(), terminal=True):
-        console.print(table)
+    print_rich(doc(), console)
     out = console.file.getvalue()
     assert "↑2" in out and "↓1" in out and "\x1b[" in out
 
@@ -128,3 +127,72 @@ def test_emit_writes_every_format_to_a_file(tmp_path, fmt):
     target = tmp_path / f"out.{fmt.value}"
     emit(doc(), fmt, target)
     assert target.read_bytes() == render(doc(), fmt)
+
+
+# ------------------------------------------------------------------------- sections, settings, plot fonts
+
+
+def _no_rows_report() -> Document:
+    """A report whose highlights and quarantine are empty: nothing moved, nothing was rejected."""
+    from arena_cli import comparison, info, pairwise
+    from arena_cli.results import Report
+    from tests import compare_fixtures as fx
+
+    same = {v: fx.leaderboard("none") for v in fx.VARIANTS}
+    diff = comparison.compare_variants(same, fx.all_coefficients(), fx.VARIANTS)
+    summary = info.summarize(fx.battles(), quarantine=pl.DataFrame({"reason": [], "rows": []}, schema={"reason": pl.String, "rows": pl.Int64}))
+    return Report(summary, diff, same, pairwise.pairwise_counts(fx.battles()), "fixture").to_document()
+
+
+@pytest.mark.parametrize("fmt", [OutputFormat.markdown, OutputFormat.html, OutputFormat.table])
+def test_empty_sections_are_a_sentence_not_a_header_only_table(fmt):
+    text = render(_no_rows_report(), fmt).decode()
+    assert "No significant shift, and no model entered or left the top 10." in " ".join(text.split())
+    assert "No rows quarantined" in text
+    assert "place before" not in text  # the highlights' header row is not drawn
+    if fmt is OutputFormat.html:
+        assert '<p class="empty">No rows quarantined' in text
+
+
+def test_ties_and_anchor_are_noted_under_the_tables():
+    import arena_cli as arena
+    from tests.sim_battles import simulate
+
+    frame, _ = simulate(3000, 6, seed=4)
+    board = arena.fit(frame, ties="davidson", anchor=("model-002", 1200), rounds=20, workers=1)
+    nu = board.settings["tie_parameter"]
+    text = " ".join(render(board.to_document(), OutputFormat.table).decode().split())
+    assert f"tie parameter ν = {nu['nu']:.3f} [{nu['lower']:.3f}, {nu['upper']:.3f}]" in text
+    assert "Anchored: model-002 is fixed at 1200" in text
+    assert json.loads(render(board.to_document(), OutputFormat.json))["meta"]["settings"]["anchor"] == {"model": "model-002", "score": 1200.0}
+    diff = arena.rank_diff(frame, "none,length", ties="davidson", anchor=("model-002", 1200), rounds=20, workers=1)
+    text = " ".join(render(diff.to_document(), OutputFormat.markdown).decode().split())
+    per_variant = diff.settings["per_variant"]
+    assert "tie parameter ν per variant: none " in text and f"length {per_variant['length']['tie_parameter']['nu']:.3f}" in text
+    assert "Anchored: model-002 is fixed at 1200" in text
+
+
+def test_font_fallback_names_only_installed_cjk_fonts():
+    from arena_cli.render.figures import font_families
+
+    assert font_families(["DejaVu Sans", "Liberation Serif"]) == ["DejaVu Sans"]
+    assert font_families(["WenQuanYi Zen Hei", "Noto Sans CJK JP"]) == ["DejaVu Sans", "Noto Sans CJK JP", "WenQuanYi Zen Hei"]
+
+
+def test_plots_of_cjk_model_names_print_no_glyph_warnings(capfd):
+    import warnings
+
+    from arena_cli.render import plots
+    from arena_cli.render.figures import png_bytes, svg_text
+
+    board = pl.DataFrame({"model": ["通义千问-max", "文心一言", "gpt-4"], "score": [1100.0, 1000.0, 900.0],
+                          "score_lower": [1090.0, 990.0, 890.0], "score_upper": [1110.0, 1010.0, 910.0]})
+    figure = Figure("forest", "Scores", lambda: plots.forest_plot({"none": board}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning left unfiltered fails the test
+        assert "<svg" in svg_text(figure) and png_bytes(figure).startswith(b"\x89PNG")
+    assert capfd.readouterr().err == ""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.warn("Glyph 1 (x) missing from font(s) DejaVu Sans.", UserWarning)
+    assert caught, "the filter is scoped to drawing, not installed for the whole process"

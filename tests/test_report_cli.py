@@ -50,6 +50,7 @@ def test_html_report_is_one_self_contained_file(store, tmp_path):
 
 def test_markdown_report_links_images_written_beside_it(store, tmp_path):
     target = tmp_path / "out" / "ranking.md"
+    target.parent.mkdir()
     result = run("report", "--store", store, "-o", target, *FAST)
     assert result.exit_code == 0, result.output
     text = target.read_text()
@@ -58,6 +59,7 @@ def test_markdown_report_links_images_written_beside_it(store, tmp_path):
     for name in images:
         assert (target.parent / name).read_bytes().startswith(b"\x89PNG")
     again = tmp_path / "again" / "ranking.md"
+    again.parent.mkdir()
     run("report", "--store", store, "-o", again, *FAST)
     assert again.read_bytes() == target.read_bytes()  # deterministic given --seed
 

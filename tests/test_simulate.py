@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from arena_cli.cli import app
-from arena_cli.errors import InputError
+from arena_cli.errors import InputError, OptionError
 from arena_cli.schema import META_COUNTS
 from arena_cli.simulate import (
     DEFAULT_STYLE_COEFFICIENTS,
@@ -280,8 +280,13 @@ def test_style_coefficients_and_bad_arguments():
     assert sim.truth["style"]["coefficients"] == {**DEFAULT_STYLE_COEFFICIENTS, "length": 0.0}
     names = simulate(200, 30, seed=3, texts=False).truth["models"]
     assert len({m["model"] for m in names}) == 30
-    bad = ({"n_battles": 0}, {"n_models": 1}, {"tie_share": 1.5}, {"style_coefficients": {"color": 1.0}}, {"tie_model": "bt"},
-           {"tie_model": "davidson", "nu": 0.0}, {"n_judges": 0}, {"judge_sd": -1.0}, {"verbosity": 0.0})
+    options = ({"n_battles": 0}, {"n_models": 1}, {"seed": -1}, {"model_seed": -2}, {"style_coefficients": {"color": 1.0}},
+               {"style_coefficients": {"length": math.nan}}, {"style_coefficients": {"bold": "x"}})
+    for kwargs in options:  # what the command line gives: usage errors
+        with pytest.raises(OptionError):
+            simulate(**{"n_battles": 10, "n_models": 3, **kwargs})
+    bad = ({"tie_share": 1.5}, {"tie_model": "bt"}, {"tie_model": "davidson", "nu": 0.0}, {"n_judges": 0}, {"judge_sd": -1.0},
+           {"verbosity": 0.0})
     for kwargs in bad:
         with pytest.raises(InputError):
             simulate(**{"n_battles": 10, "n_models": 3, **kwargs})
@@ -305,7 +310,7 @@ def test_cli_writes_the_files_and_prints_their_paths(tmp_path):
     assert truth["style"]["coefficients"]["length"] == 0.0 and truth["model_seed"] == 9
 
     bad = runner.invoke(app, ["simulate", "-n", "10", "-o", str(tmp_path / "x"), "--style", "color=1"])
-    assert bad.exit_code == 3 and "unknown style group" in bad.output
+    assert bad.exit_code == 2 and "unknown style group" in bad.output
 
 
 def test_cli_help_states_the_library_defaults():

@@ -121,8 +121,9 @@ def test_the_next_writer_removes_what_a_killed_run_left(tmp_path):
     store = Store.open(tmp_path / "s", create=True)
     ingest_to_store(store, [write_jsonl(tmp_path / "a.jsonl", [vote(i) for i in range(5)])])
     listed = files(store.root)
-    leftovers = [store.root / "battles" / "part-000009-deadbeef.parquet", store.root / "battles" / ".part-000009-cafe.parquet.x1.tmp",
-                 store.root / "quarantine" / "part-000009-0badf00d.parquet", store.root / f".{MANIFEST}.x2.tmp"]
+    # what a killed run at generation 1 staged: parts of generation 2 and atomic-write temporaries
+    leftovers = [store.root / "battles" / "part-000002-deadbeef.parquet", store.root / "battles" / ".part-000002-0000cafe.parquet.x1.tmp",
+                 store.root / "quarantine" / "part-000002-0badf00d.parquet", store.root / f".{MANIFEST}.x2.tmp"]
     pl.DataFrame({"battle_id": ["ghost"]}).write_parquet(leftovers[0])
     for path in leftovers[1:]:
         path.parent.mkdir(exist_ok=True)

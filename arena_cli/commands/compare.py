@@ -18,7 +18,8 @@ FAIL_ON_HELP = (
     "Exit with code 7 when a condition is met (repeatable; the table is written first): "
     "rank-shift=N (a model moved N or more ranks), score-shift=X (a score changed by X or more points), "
     "top-k-change=K (a model entered or left the K highest scores), significant-shift (a model's new rank "
-    "interval does not overlap its old one), models-changed (a model entered or left)."
+    "interval does not overlap its old one), models-changed (a model entered or left). Ranks are compared among "
+    "the models both leaderboards have, so models entering or leaving move no one."
 )
 
 

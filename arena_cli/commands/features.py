@@ -6,9 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from arena_cli.commands.options import LockWaitOption, feature_options, source_options
+from arena_cli.commands.options import LockWaitOption, feature_options, number, source_options
 from arena_cli.commands.output import Output, output_options, progress_bar, show
 from arena_cli.io.options import FeatureOptions, Source
+from arena_cli.models.options import WORKERS
 
 
 @source_options
@@ -19,7 +20,7 @@ def features_command(
     features: FeatureOptions,
     output: Output,
     list_features: Annotated[bool, typer.Option("--list", help="List every feature with its description and style group, then exit.")] = False,
-    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Tokenizer threads (default: all cores).", show_default=False)] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", click_type=number(WORKERS), help="Tokenizer threads (default: all cores).", show_default=False)] = None,
     lock_wait: LockWaitOption = 60.0,
 ) -> None:
     """Compute style features of every battle and side: tokens, headers, lists, bold, code blocks, tables, links, emoji.

@@ -35,26 +35,15 @@ def ingest_command(
         task = bar.add_task("ingesting", total=None)
         report = api.ingest(sources, store, input=input, strict=strict, lock_wait=lock_wait,
                             on_source=lambda name, rows: bar.update(task, description=f"ingesting {Path(name).name}", completed=rows))
-    _print_summary(err_console, report.summaries, report.store)
+    from arena_cli.render import emit
+    from arena_cli.render.document import OutputFormat
+    from arena_cli.render.text import print_rich
+
+    document = report.to_document()
+    print_rich(document, err_console)
     warn_all(report.warnings)
     if summary_format is SummaryFormat.json:
-        from arena_cli.render import emit
-        from arena_cli.render.document import OutputFormat
-
-        emit(report.to_document(), OutputFormat.json)
-
-
-def _print_summary(console, summaries, root: Path) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"ingest into {root}")
-    for column in ("source", "read", "stored", "duplicates", "quarantined", "reasons"):
-        table.add_column(column, justify="left" if column in ("source", "reasons") else "right")
-    for s in summaries:
-        d = s.as_dict()
-        reasons = ", ".join(f"{k} {v}" for k, v in d["quarantined_by_reason"].items())
-        table.add_row(d["source"], f"{d['rows_read']:,}", f"{d['stored']:,}", f"{d['duplicates']:,}", f"{d['quarantined']:,}", reasons)
-    console.print(table)
+        emit(document, OutputFormat.json)
 
 
 @source_options

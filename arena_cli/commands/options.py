@@ -22,12 +22,21 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from arena_cli.io.options import DEFAULT_ENCODING, DEFAULT_RECIPE, RECIPES, BattleFilter, FeatureOptions, InputOptions, Source
+from arena_cli.bounds import Bounds
+from arena_cli.errors import OptionError
+from arena_cli.io.options import DEFAULT_ENCODING, DEFAULT_RECIPE, FORMATS, LOCK_WAIT, RECIPES, BattleFilter, FeatureOptions, InputOptions, Source
 from arena_cli.models.options import (
+    CONFIDENCE,
     DEFAULT_MIN_BATTLES,
     DEFAULT_SEED,
     DEFAULT_TOP_K,
     DEFAULT_VARIANTS,
+    MIN_BATTLES,
+    RIDGE,
+    ROUNDS,
+    SEED,
+    TOP_K,
+    WORKERS,
     BothBad,
     CIMethod,
     Compat,
@@ -35,6 +44,11 @@ from arena_cli.models.options import (
     Solver,
     Ties,
 )
+
+try:
+    from typer._click.types import FLOAT, INT, FloatRange  # the click typer vendors (0.24 and later)
+except ImportError:  # older typers run on click itself
+    from click.types import FLOAT, INT, FloatRange  # type: ignore[no-redef]
 
 
 def option_group(name: str, options: list[inspect.Parameter], build: Callable[..., Any]) -> Callable[[Callable], Callable]:
@@ -72,6 +86,29 @@ def option(name: str, annotation: Any, default: Any) -> inspect.Parameter:
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 
 
+class _Checked(FloatRange):
+    """A number parsed as click parses it, then checked by its :class:`Bounds` (the range is click's only for
+    ``--help``)."""
+
+    def __init__(self, bounds: Bounds):
+        super().__init__(bounds.low, bounds.high, bounds.low_open, bounds.high_open)
+        self.bounds = bounds
+        self.name = "integer range" if bounds.integer else "float range"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        parsed = (INT if self.bounds.integer else FLOAT).convert(value, param, ctx)
+        try:
+            return self.bounds.check(parsed)
+        except OptionError as error:
+            self.fail(error.reason, param, ctx)
+
+
+def number(bounds: Bounds) -> Any:
+    """The click type of a numeric option ruled by ``bounds``: ``--help`` shows its range, and every value is
+    checked by the library's own rule while the command line is read (nan, inf, out of range: exit 2)."""
+    return _Checked(bounds)
+
+
 def split_list(value: str | None) -> tuple[str, ...] | None:
     """``"a, b"`` -> ``("a", "b")``; None stays None."""
     if value is None:
@@ -79,15 +116,15 @@ def split_list(value: str | None) -> tuple[str, ...] | None:
     return tuple(v.strip() for v in value.split(",") if v.strip())
 
 
-def parse_pairs(values: list[str] | None, option: str) -> dict[str, str]:
-    """``["k=v", ...]`` -> dict, with a clear error for a malformed pair."""
-    from arena_cli.errors import InputError
-
+def parse_pairs(values: list[str] | None, option: str, *, last: bool = False) -> dict[str, str]:
+    """``["k=v", ...]`` -> dict; a malformed pair is a usage error. Split at the first ``=`` (the key is a name
+    that holds none: ``--map`` fields, ``--style`` groups, so a column name may hold one), or at the ``last``
+    (the value is the one without: ``--winner-map``'s outcomes, so a label may hold one, as arena-hard's ``A=B``)."""
     pairs: dict[str, str] = {}
     for item in values or []:
-        key, sep, value = item.partition("=")
+        key, sep, value = item.rpartition("=") if last else item.partition("=")
         if not sep or not key.strip():
-            raise InputError(f"{option} {item!r}: expected KEY=VALUE")
+            raise OptionError(option, f"{item!r}: expected {'LABEL=OUTCOME' if last else 'KEY=VALUE'}")
         pairs[key.strip()] = value.strip()
     return pairs
 
@@ -100,22 +137,15 @@ StoreOption = Annotated[
 ]
 LockWaitOption = Annotated[
     float,
-    typer.Option("--lock-wait", help="Seconds to wait for another run's lock on the store before failing (exit 5)."),
+    typer.Option("--lock-wait", click_type=number(LOCK_WAIT), help="Seconds to wait for another run's lock on the store before failing (exit 5)."),
 ]
 
 
-class InputFormat(str, Enum):
-    """The container or dialect of vote-log files (auto: from the extension and the columns)."""
-
-    auto = "auto"
-    jsonl = "jsonl"
-    json = "json"
-    csv = "csv"
-    parquet = "parquet"
-    kaggle = "kaggle"
+#: The container or dialect of vote-log files (auto: from the extension and the columns): io's list, as choices.
+InputFormat = Enum("InputFormat", {name: name for name in FORMATS}, type=str)  # type: ignore[misc]  # members come from io
 
 
-InputFormatOption = Annotated[InputFormat, typer.Option("--input-format", "-i", help="Input format of FILES; auto detects from the extension and the columns.")]
+InputFormatOption = Annotated[InputFormat, typer.Option("--input-format", "-i", help="Input format of FILES (- reads standard input); auto detects from the extension (else the content) and the columns.")]
 MapOption = Annotated[
     Optional[list[str]],
     typer.Option("--map", metavar="FIELD=COLUMN", help="Take a canonical field from another column (repeatable). --map battle_id= ignores id columns.", show_default=False),
@@ -127,11 +157,11 @@ WinnerMapOption = Annotated[
 
 
 def input_options(input_format: InputFormat, mapping: list[str] | None, winner_map: list[str] | None) -> InputOptions:
-    return InputOptions(fmt=input_format.value, mapping=parse_pairs(mapping, "--map"), winner_map=parse_pairs(winner_map, "--winner-map"))
+    return InputOptions(fmt=input_format.value, mapping=parse_pairs(mapping, "--map"), winner_map=parse_pairs(winner_map, "--winner-map", last=True))
 
 
 _INPUT_PARAMETERS = [
-    option("input_format", InputFormatOption, InputFormat.auto),
+    option("input_format", InputFormatOption, InputFormat("auto")),
     option("mapping", MapOption, None),
     option("winner_map", WinnerMapOption, None),
 ]
@@ -187,25 +217,23 @@ _MODEL_OPTIONS = [
     option("no_normalize", Annotated[bool, typer.Option("--no-normalize", help="Use style features as transformed, without standardising them to mean 0 and sd 1.")], False),
     option("anchor", Annotated[Optional[str], typer.Option("--anchor", metavar="MODEL=SCORE", help="Pin one model's score (e.g. mixtral-8x7b-instruct-v0.1=1114, as LMArena); default: mean score 1000.", show_default=False)], None),
     option("reweight", Annotated[Optional[bool], typer.Option("--reweight/--no-reweight", help="Weight battles by 1/max(n_pair, 50), normalised to mean 1, for non-uniform pair sampling (default: off; on under --compat arena-rank with style).", show_default=False)], None),
-    option("ridge", Annotated[Optional[float], typer.Option("--ridge", help="L2 penalty (ridge/2)·Σγ² on the style coefficients, added to the MEAN negative log-likelihood per battle (arena-rank's reg convention). Default 0: the plain MLE.", show_default=False)], None),
+    option("ridge", Annotated[Optional[float], typer.Option("--ridge", click_type=number(RIDGE), help="L2 penalty (ridge/2)·Σγ² on the style coefficients, added to the MEAN negative log-likelihood per battle (arena-rank's reg convention). Default 0: the plain MLE.", show_default=False)], None),
     option("compat", Annotated[Optional[Compat], typer.Option("--compat", help="Reproduce arena-rank 0.1.1's defaults: with style, reweighting and ridge 1.0; sandwich intervals; no --min-battles exclusion.", show_default=False)], None),
-    option("min_battles", Annotated[Optional[int], typer.Option("--min-battles", help=f"Exclude models with fewer battles (after filters), with a warning. Default {DEFAULT_MIN_BATTLES} (1 under --compat).", show_default=False)], None),
+    option("min_battles", Annotated[Optional[int], typer.Option("--min-battles", click_type=number(MIN_BATTLES), help=f"Exclude models with fewer battles (after filters), with a warning. Default {DEFAULT_MIN_BATTLES} (1 under --compat).", show_default=False)], None),
     option("solver", Annotated[Solver, typer.Option("--solver", help="newton: exact and fast; statsmodels: the independent reference (small data only).")], Solver.newton),
 ]
 _INTERVAL_OPTIONS = [
     option("ci", Annotated[Optional[CIMethod], typer.Option("--ci", help="Intervals: bootstrap (percentile, resampling battles or --cluster), sandwich (robust covariance) or none. Default bootstrap (sandwich under --compat).", show_default=False)], None),
-    option("rounds", Annotated[int, typer.Option("--rounds", min=1, help="Bootstrap rounds, shared by every variant (also the normal draws behind sandwich rank intervals).")], 1000),
-    option("seed", Annotated[int, typer.Option("--seed", min=0, help="Seed of the resamples: the same seed gives byte-identical JSON, CSV and markdown.")], DEFAULT_SEED),
-    option("confidence", Annotated[float, typer.Option("--confidence", help="Confidence level of every interval.")], 0.95),
+    option("rounds", Annotated[int, typer.Option("--rounds", click_type=number(ROUNDS), help="Bootstrap rounds, shared by every variant (also the normal draws behind sandwich rank intervals).")], 1000),
+    option("seed", Annotated[int, typer.Option("--seed", click_type=number(SEED), help="Seed of the resamples: the same seed gives byte-identical JSON, CSV and markdown.")], DEFAULT_SEED),
+    option("confidence", Annotated[float, typer.Option("--confidence", click_type=number(CONFIDENCE), help="Confidence level of every interval.")], 0.95),
     option("cluster", Annotated[Optional[str], typer.Option("--cluster", help="Resample clusters of this column (e.g. judge, question_id) instead of battles; with --ci sandwich, a cluster-robust covariance.", show_default=False)], None),
-    option("workers", Annotated[Optional[int], typer.Option("--workers", min=1, help="Bootstrap processes (default: all cores).", show_default=False)], None),
+    option("workers", Annotated[Optional[int], typer.Option("--workers", click_type=number(WORKERS), help="Bootstrap processes (default: all cores).", show_default=False)], None),
 ]
 
 
 def _fit_options(*, style: str = "none", no_normalize: bool = False, anchor: str | None = None, **values: Any) -> FitOptions:
-    from arena_cli.models.options import parse_anchor
-
-    return FitOptions(style=style, normalize=not no_normalize, anchor=parse_anchor(anchor) if anchor else None, **values)
+    return FitOptions(style=style, normalize=not no_normalize, anchor=anchor or None, **values)
 
 
 def fit_options(*, style: bool = True, intervals: bool = True) -> Callable[[Callable], Callable]:
@@ -250,7 +278,7 @@ def variant_options(*, sort: bool = True) -> Callable[[Callable], Callable]:
     options = [
         option("variants", Annotated[str, typer.Option("--variants", help="Comma-separated style-control variants: none, length, markdown, both, or a custom feature set joined with + (length+bold), optionally named NAME=SET (lb=length+bold).")], DEFAULT_VARIANTS),
         option("baseline", Annotated[str, typer.Option("--baseline", help="The variant rank changes are measured against.")], "none"),
-        option("top_k", Annotated[int, typer.Option("--top-k", min=1, help="Highlights: models entering or leaving the K highest scores.")], DEFAULT_TOP_K),
+        option("top_k", Annotated[int, typer.Option("--top-k", click_type=number(TOP_K), help="Highlights: models entering or leaving the K highest scores.")], DEFAULT_TOP_K),
     ]
     if sort:
         options.append(option("sort", Annotated[Optional[str], typer.Option("--sort", help="Sort rows by this variant's rank, or by model name with 'model' (default: the last variant).", show_default=False)], None))

@@ -46,7 +46,9 @@ OutputOption = Annotated[
 
 
 def _output(output_format: OutputFormat | None, output: Path | None) -> Output:
-    return Output(output_format, output)
+    from arena_cli.io.atomic import writable_file
+
+    return Output(output_format, writable_file(output) if output is not None else None)
 
 
 #: --format, --output: every command that prints data.

@@ -39,8 +39,10 @@ def report_command(
     """
     from arena_cli import api
     from arena_cli.console import info
+    from arena_cli.io.atomic import writable_file
     from arena_cli.render import emit
 
+    writable_file(output)
     with progress_bar("bootstrap of every variant") as on_progress:
         report = api.report(
             source, choice.variants, baseline=choice.baseline, top_k=choice.top_k, options=options, filters=filters,

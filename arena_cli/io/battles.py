@@ -127,7 +127,10 @@ def load_battle_parts(
     if columns is not None:
         wanted = list(dict.fromkeys([*columns, *(condition.meta.root_names() if condition is not None else [])]))
 
+    named = _NamedModels(filters)
+
     def narrowed(part: Frame) -> Frame:
+        named.look_in(part)
         kept = _filtered(part, filters, condition)
         return map_batch(kept) if map_batch is not None else kept
 
@@ -140,7 +143,8 @@ def load_battle_parts(
         result = read_sources(list(source.files), source.input, columns=wanted, map_batch=narrowed)
         if not sum(s.stored for s in result.summaries):
             raise NoDataError(nothing_read(result.summaries, result.quarantine))
-        return Loaded([result.battles], (*dropped_rows(result.summaries, result.quarantine), *source_notes(result.summaries)))
+        notes = (*dropped_rows(result.summaries, result.quarantine), *source_notes(result.summaries))
+        return Loaded([result.battles], (*notes, *named.warnings()))
     from arena_cli.io.store import Store
 
     opened = Store.open(source.store_path)
@@ -150,7 +154,37 @@ def load_battle_parts(
     parts = opened.scan_parts("battles", wanted)
     if not parts:
         raise NoDataError(f"store {opened.root} has no battles yet")
-    return Loaded([narrowed(part) for part in parts])
+    narrowed_parts = [narrowed(part) for part in parts]
+    return Loaded(narrowed_parts, named.warnings())
+
+
+class _NamedModels:
+    """Which of the models ``--models`` and ``--exclude-models`` name occur in the battles read (before any
+    filter): a name that never does is most likely a typo, which would otherwise pass silently (a two-model
+    board, or nothing excluded)."""
+
+    def __init__(self, filters: BattleFilter):
+        self.filters = filters
+        self.names = list(dict.fromkeys([*(filters.models or ()), *(filters.exclude_models or ())]))
+        self.seen: set[str] = set()
+
+    def look_in(self, part: Frame) -> None:
+        if not self.names or self.seen.issuperset(self.names):
+            return
+        sides = [part.lazy().select(pl.col(side).alias("model")) for side in ("model_a", "model_b")]
+        found = pl.concat(sides).filter(pl.col("model").is_in(self.names)).unique().collect()
+        self.seen.update(found["model"].to_list())
+
+    def warnings(self) -> tuple[str, ...]:
+        """One warning per option naming models without battles; no data at all when fewer than two of the
+        ``--models`` occur, as no battle can then be between them."""
+        unknown = {option: [m for m in names or () if m not in self.seen]
+                   for option, names in (("--models", self.filters.models), ("--exclude-models", self.filters.exclude_models))}
+        said = {option: f"{option} {', '.join(models)}: no such model in the battles (misspelt? `arena info` lists the models)"
+                for option, models in unknown.items() if models}
+        if self.filters.models and len(self.filters.models) - len(unknown["--models"]) < 2:
+            raise NoDataError(said.get("--models", f"--models {', '.join(self.filters.models)}: a battle is between two of the models named"))
+        return tuple(said.values())
 
 
 def _filtered(part: Frame, filters: BattleFilter, condition: pl.Expr | None) -> Frame:

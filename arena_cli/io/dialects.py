@@ -11,14 +11,10 @@ import polars as pl
 
 from arena_cli.errors import InputError
 from arena_cli.io.fields import decode_json
-from arena_cli.io.options import InputOptions
-from arena_cli.io.files import CONTAINERS, check_file, container_of, sniff_container
+from arena_cli.io.files import check_file, container_of, sniff_container
+from arena_cli.io.options import FORMATS, InputOptions
 from arena_cli.io.readers import RAW, ROW
 from arena_cli.schema import CONVERSATION, META_COLUMNS, OUTCOMES, WINNER_LABELS
-
-#: The ``--input-format`` values: a container, ``auto`` (by extension, else by content) or ``kaggle`` (a
-#: container so found, read in the Kaggle dialect).
-FORMATS = ("auto", *CONTAINERS, "kaggle")
 
 #: Fields a user can map with ``--map FIELD=COLUMN``.
 MAPPABLE = (

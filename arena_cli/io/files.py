@@ -28,8 +28,6 @@ from typing import IO, Any, cast
 
 from arena_cli.errors import InputError
 
-#: The containers read (``--input-format`` adds ``auto`` and ``kaggle``).
-CONTAINERS = ("jsonl", "json", "csv", "parquet")
 #: A file name standing for standard input.
 STDIN = "-"
 

@@ -13,11 +13,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arena_cli.bounds import Bounds
+
+#: File containers, told apart by extension, else by content (see :mod:`arena_cli.io.files`).
+CONTAINERS: tuple[str, ...] = ("jsonl", "json", "csv", "parquet")
+#: The ``--input-format`` values: a container, ``auto`` (by extension, else by content) or ``kaggle`` (a
+#: container so found, read in the Kaggle dialect).
+FORMATS: tuple[str, ...] = ("auto", *CONTAINERS, "kaggle")
+
 #: Markdown recipes of the style features (see ``arena features``), the default first.
 RECIPES: tuple[str, ...] = ("default", "lmarena")
 DEFAULT_RECIPE = "default"
 #: LMArena's tokenizer encoding, bundled for offline use.
 DEFAULT_ENCODING = "cl100k_base"
+#: Seconds a writer waits for another run's lock on the store before failing (0: fail at once).
+LOCK_WAIT = Bounds("--lock-wait", low=0)
 #: Where the store lives when neither ``--store`` nor a non-empty ``$ARENA_STORE`` says.
 DEFAULT_STORE = "arena-store"
 

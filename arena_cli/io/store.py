@@ -12,20 +12,28 @@ Layout::
     STORE/quarantine/part-*.parquet  rejected rows with their reason (QUARANTINE_SCHEMA)
     STORE/features/<key>/part-*.parquet  style features per battle, one folder per (recipe, encoding, version)
     STORE/.lock                    writers hold an exclusive lock on it
+    STORE/lost+found/              what ``arena store repair`` set aside (never written otherwise)
 
-Files under a table folder that the manifest does not list are leftovers of a killed run; the next writer
-deletes them. To read a store with other tools, read the files the manifest lists (or ``arena export``).
+A store that is not consistent (see :mod:`arena_cli.io.manifest`: a listed part missing, a part the manifest
+does not list, ...) is never read nor written: every open says what is wrong (exit 3) and points at ``arena
+store repair``. A writer deletes only what a run that did not finish staged, and only after checking the
+manifest and every part it lists. To read a store with other tools, read the files the manifest lists (or
+``arena export``).
 """
 
 from __future__ import annotations
 
+import copy
+import errno
 import fcntl
 import json
 import os
+import re
+import shlex
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,14 +42,61 @@ import polars as pl
 
 from arena_cli.errors import InputError, StoreLockedError
 from arena_cli.io.atomic import atomic_write, atomic_write_bytes, fsync_dir
+from arena_cli.io.manifest import (
+    MANIFEST,
+    TABLE_FOLDERS,
+    Problem,
+    by_importance,
+    empty_manifest,
+    layout_problems,
+    listed_problems,
+    part_files,
+    read_manifest,
+    schema_problem,
+    staged_leftovers,
+    union_with,
+)
 from arena_cli.io.options import default_store_path
 
-MANIFEST = "manifest.json"
-FORMAT = "arena-store"
-FORMAT_VERSION = 1
+__all__ = ["MANIFEST", "Store", "StoreDamagedError", "Transaction"]
 
-def _empty_manifest() -> dict[str, Any]:
-    return {"format": FORMAT, "version": FORMAT_VERSION, "generation": 0, "tables": {}, "ingests": []}
+
+class StoreDamagedError(InputError):
+    """The store is not consistent: nothing is read or written until ``arena store repair`` fixes it."""
+
+    def __init__(self, root: Path, problems: list[Problem]):
+        self.problems = problems
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
+        if first.kind == "manifest_newer":
+            super().__init__(f"store {root}: {first.detail}")
+        else:
+            quoted = shlex.quote(str(root))
+            super().__init__(f"store {root} is damaged: {first.detail}{more}; nothing was changed. "
+                             f"`arena store check --store {quoted}` lists the problems, `arena store repair --store {quoted}` fixes them")
+
+
+_OS_ERROR = re.compile(r"\(os error (\d+)\)")
+
+
+@contextmanager
+def writing(root: Path, path: Path | None = None) -> Iterator[None]:
+    """A file-system error while writing the store (a full disk, a read-only store, no permission) is the
+    user's to fix: an input error (exit 3) naming the path, never a traceback. Polars reports the OS error of
+    its own writes in its message."""
+    try:
+        yield
+    except OSError as error:
+        reason = error.strerror or str(error)
+        where = error.filename or path or root
+    except pl.exceptions.PolarsError as error:
+        match = _OS_ERROR.search(str(error))
+        if match is None:
+            raise
+        reason, where = os.strerror(int(match.group(1))), path or root
+    else:
+        return
+    raise InputError(f"cannot write to store {root}: {reason[:1].lower()}{reason[1:]} ({where})") from None
 
 
 @dataclass
@@ -57,9 +112,10 @@ class Transaction:
         if frame.height == 0:
             return
         folder = self.store.root / table
-        folder.mkdir(parents=True, exist_ok=True)
         final = folder / f"part-{self.manifest['generation'] + 1:06d}-{uuid.uuid4().hex[:8]}.parquet"
-        atomic_write(final, lambda tmp: frame.write_parquet(tmp, compression="zstd", statistics=True))
+        with writing(self.store.root, final):
+            folder.mkdir(parents=True, exist_ok=True)
+            atomic_write(final, lambda tmp: frame.write_parquet(tmp, compression="zstd", statistics=True))
         nulls = {column: count for column, count in zip(frame.columns, frame.null_count().row(0)) if count}
         self.staged.append((table, final, {"rows": frame.height, "nulls": nulls}))
 
@@ -77,30 +133,33 @@ class Store:
     # -- opening -------------------------------------------------------------------------------------------
     @classmethod
     def open(cls, root: Path | str | None = None, *, create: bool = False) -> Store:
+        """The store at ``root``, checked as cheaply as a read allows (:class:`StoreDamagedError` when it is
+        not consistent). ``create``: a directory without a store is a new, empty one (created on first write)."""
         root = Path(root) if root is not None else default_store_path()
-        manifest_path = root / MANIFEST
-        if manifest_path.exists():
-            return cls(root, cls._read_manifest(manifest_path))
-        if not create:
-            raise InputError(f"no store at {root} (run `arena ingest FILE --store {root}` first)")
-        root.mkdir(parents=True, exist_ok=True)
-        return cls(root, _empty_manifest())
+        if root.exists() and not root.is_dir():
+            raise InputError(f"store {root} is a file, not a store directory")
+        files = list(part_files(root))  # before the manifest: see layout_problems
+        manifest = cls._checked(root, deep=False, files=files)
+        if manifest is None:
+            if not create:
+                raise InputError(f"no store at {root} (run `arena ingest FILE --store {root}` first)")
+            manifest = empty_manifest()
+        return cls(root, manifest)
 
     @staticmethod
-    def _read_manifest(path: Path) -> dict[str, Any]:
-        try:
-            manifest = json.loads(path.read_text())
-        except (OSError, ValueError) as error:
-            raise InputError(f"unreadable store manifest {path}: {error}") from None
-        if manifest.get("format") != FORMAT:
-            raise InputError(f"{path} is not an arena store manifest")
-        if manifest.get("version", 0) > FORMAT_VERSION:
-            raise InputError(f"store {path.parent} was written by a newer arena-cli (format {manifest['version']})")
+    def _checked(root: Path, deep: bool, files: list[Path] | None = None) -> dict[str, Any] | None:
+        """The manifest, once the store is known to be consistent (None: no store there yet)."""
+        manifest, problems = read_manifest(root)
+        if manifest is not None:
+            problems += listed_problems(root, manifest, deep) + layout_problems(root, manifest, files)
+        errors = by_importance(p for p in problems if p.error)
+        if errors:
+            raise StoreDamagedError(root, errors)
         return manifest
 
     def refresh(self) -> None:
-        path = self.root / MANIFEST
-        self.manifest = self._read_manifest(path) if path.exists() else _empty_manifest()
+        """Read the manifest again, with the deep checks a writer needs (every listed part's footer)."""
+        self.manifest = self._checked(self.root, deep=True) or empty_manifest()
 
     # -- reading -------------------------------------------------------------------------------------------
     def parts(self, table: str) -> list[Path]:
@@ -112,19 +171,33 @@ class Store:
     def tables(self) -> list[str]:
         return sorted(self.manifest["tables"])
 
+    def _schema(self, table: str, part: Path, union: dict[str, Any]) -> pl.Schema:
+        """A part's schema from its footer, which every read takes anyway: a part that cannot be read, lacks its
+        table's key columns or cannot be read together with the parts before it (``union``) is damage (exit 3),
+        not a polars error halfway through a command."""
+        path = part.relative_to(self.root).as_posix()
+        try:
+            schema = pl.scan_parquet(part).collect_schema()
+        except (OSError, pl.exceptions.PolarsError) as error:
+            raise StoreDamagedError(self.root, [Problem("unreadable_part", path, f"{path}: it is not readable parquet ({str(error).splitlines()[0]})")]) from None
+        why = schema_problem(table, dict(schema), union)
+        if why is not None:
+            raise StoreDamagedError(self.root, [Problem("wrong_schema", path, f"{path} cannot be a part of {table}: {why}")])
+        return schema
+
     def scan_parts(self, table: str, columns: list[str] | None = None) -> list[pl.LazyFrame]:
         """One lazy frame per part, all with the same columns: those asked for (default: all) that some part
         has; a part without one reads it as null. Lets a consumer reduce a table part by part."""
-        frames = [pl.scan_parquet(p) for p in self.parts(table)]
-        schemas = [f.collect_schema() for f in frames]
-        union: dict[str, pl.DataType] = {}
-        for schema in schemas:
-            for name, dtype in schema.items():
-                union.setdefault(name, dtype)
+        parts = self.parts(table)
+        union: dict[str, Any] = {}
+        schemas = []
+        for part in parts:
+            schemas.append(self._schema(table, part, union))
+            union = union_with(union, dict(schemas[-1]))
         names = [c for c in (columns if columns is not None else union) if c in union]
         return [
-            frame.select(pl.col(c) if c in schema else pl.lit(None, union[c]).alias(c) for c in names)
-            for frame, schema in zip(frames, schemas)
+            pl.scan_parquet(part).select(pl.col(c) if c in schema else pl.lit(None, union[c]).alias(c) for c in names)
+            for part, schema in zip(parts, schemas)
         ]
 
     def scan(self, table: str, columns: list[str] | None = None) -> pl.LazyFrame | None:
@@ -141,7 +214,7 @@ class Store:
         unknown = []
         for entry in self.manifest["tables"].get(table, []):
             path = self.root / entry["path"]
-            if not set(columns) <= set(pl.scan_parquet(path).collect_schema().names()):
+            if not set(columns) <= set(self._schema(table, path, {}).names()):
                 return False
             if "nulls" not in entry:
                 unknown.append(pl.scan_parquet(path).select(columns))
@@ -159,63 +232,133 @@ class Store:
     # -- writing -------------------------------------------------------------------------------------------
     @contextmanager
     def lock(self, wait: float = 60.0) -> Iterator[None]:
-        """Exclusive writer lock: a second writer waits up to ``wait`` seconds, then fails clearly."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        handle = open(self.root / ".lock", "a+")
+        """Exclusive writer lock: a second writer waits up to ``wait`` seconds, then fails clearly. A store
+        that cannot be locked (read-only, no permission) is an input error naming the path."""
         deadline = time.monotonic() + wait
-        try:
-            while True:
+        path = self.root / ".lock"
+        while True:
+            with writing(self.root, path):
+                self.root.mkdir(parents=True, exist_ok=True)
                 try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    handle = open(path, "a+")
+                except FileNotFoundError:  # a new store's folder was just removed by a run that wrote nothing
+                    continue
+            try:
+                self._acquire(handle, deadline, wait)
+                if _same_file(handle, path):
                     break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise StoreLockedError(
-                            f"store {self.root} is locked by another arena run; waited {wait:g} s "
-                            "(try again later or raise --lock-wait)"
-                        ) from None
-                    time.sleep(0.1)
+            except BaseException:
+                handle.close()
+                raise
+            handle.close()  # the lock file was removed (see _remove_if_new) while we waited: lock the new one
+        try:
             yield
         finally:
             handle.close()
 
+    def _acquire(self, handle: Any, deadline: float, wait: float) -> None:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise StoreLockedError(
+                        f"store {self.root} is locked by another arena run; waited {wait:g} s "
+                        "(try again later or raise --lock-wait)"
+                    ) from None
+                time.sleep(0.1)
+
     @contextmanager
     def write(self, wait: float = 60.0) -> Iterator[Transaction]:
-        """Lock, re-read the manifest, let the caller stage parts, then publish them atomically.
+        """Lock, check the store (deeply: a damaged store is never written), delete what a run that did not
+        finish staged, let the caller stage parts, then publish them atomically.
 
-        If the body raises (or the process dies), the manifest is untouched and the staged parts are
-        orphans that the next writer removes.
+        If the body raises, or the publish fails (a full disk), the staged parts are removed and the manifest is
+        untouched (a process killed outright leaves them to the next writer). A new store gets its empty
+        manifest before anything is staged, so that what a killed first run staged is a leftover like any
+        other; when nothing is published in it, that manifest goes again, and the folder if this call made it.
         """
+        created = not self.root.exists()
         with self.lock(wait):
-            self.refresh()
-            self._remove_orphans()
-            manifest = json.loads(json.dumps(self.manifest))
-            tx = Transaction(self, manifest)
+            new = not (self.root / MANIFEST).exists()
             try:
-                yield tx
-            except BaseException:
-                for _, path, _ in tx.staged:
-                    path.unlink(missing_ok=True)
-                raise
-            if not tx.staged and tx.manifest == self.manifest:
-                return
-            tables = manifest["tables"]
-            for table, path, counts in tx.staged:
-                tables.setdefault(table, []).append({"path": path.relative_to(self.root).as_posix(), **counts})
-            manifest["generation"] += 1
+                self.refresh()
+                if new:
+                    self._write_manifest(self.manifest)
+                with writing(self.root):
+                    for leftover in staged_leftovers(self.root, self.manifest):
+                        leftover.unlink(missing_ok=True)
+                tx = Transaction(self, copy.deepcopy(self.manifest))
+                try:
+                    yield tx
+                    if tx.staged or tx.manifest != self.manifest:
+                        self._publish(tx)
+                except BaseException:
+                    self._discard(tx)
+                    raise
+            finally:
+                if new:
+                    self._remove_if_unused(created)
+
+    def _write_manifest(self, manifest: dict[str, Any]) -> None:
+        with writing(self.root, self.root / MANIFEST):
+            atomic_write_bytes(self.root / MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
+
+    def _publish(self, tx: Transaction) -> None:
+        manifest = tx.manifest
+        tables = manifest["tables"]
+        for table, path, counts in tx.staged:
+            tables.setdefault(table, []).append({"path": path.relative_to(self.root).as_posix(), **counts})
+        manifest["generation"] += 1
+        with writing(self.root):
             for folder in {self.root / t for t, _, _ in tx.staged}:
                 fsync_dir(folder)
-            atomic_write_bytes(self.root / MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
-            self.manifest = manifest
-            self._remove_orphans()
+        self._write_manifest(manifest)
+        self.manifest = manifest
 
-    def _remove_orphans(self) -> None:
-        listed = {self.root / p["path"] for parts in self.manifest["tables"].values() for p in parts}
-        for folder in ("battles", "quarantine", "features"):
-            for path in (self.root / folder).rglob("part-*.parquet"):
-                if path not in listed:
+    def _on_disk(self) -> dict[str, Any] | None:
+        """The manifest file as it is now (None when there is none); raises when it cannot be parsed."""
+        try:
+            return json.loads((self.root / MANIFEST).read_text())
+        except FileNotFoundError:
+            return None
+
+    def _discard(self, tx: Transaction) -> None:
+        """Remove the parts ``tx`` staged, unless the manifest on disk lists them (a publish that failed after
+        its rename, e.g. in the directory's fsync, did publish them)."""
+        try:
+            manifest = self._on_disk() or empty_manifest()
+            listed = {p["path"] for parts in manifest["tables"].values() for p in parts}
+        except Exception:  # the manifest cannot be read: leave the parts to the next writer's checks
+            return
+        for _, path, _ in tx.staged:
+            if path.relative_to(self.root).as_posix() not in listed:
+                with suppress(OSError):
                     path.unlink(missing_ok=True)
-            for path in (self.root / folder).rglob(".part-*.tmp"):
-                path.unlink(missing_ok=True)
-        for path in self.root.glob(f".{MANIFEST}.*.tmp"):  # a manifest write cut short
-            path.unlink(missing_ok=True)
+
+    def _remove_if_unused(self, created: bool) -> None:
+        """Undo the creation of a store in which nothing was published: its empty manifest and, when this
+        writer made the folder, its lock file, empty table folders and the folder (under the lock; a writer
+        waiting for it takes a new lock file). Nothing else is ever deleted."""
+        with suppress(Exception):
+            if self._on_disk() == empty_manifest():
+                (self.root / MANIFEST).unlink()
+        if not created or (self.root / MANIFEST).exists():
+            return
+        with suppress(OSError):
+            (self.root / ".lock").unlink(missing_ok=True)
+            for folder in (self.root / f for f in TABLE_FOLDERS):
+                for empty in sorted((d for d in folder.rglob("*") if d.is_dir()), reverse=True):
+                    empty.rmdir()
+                if folder.is_dir():
+                    folder.rmdir()
+            self.root.rmdir()
+
+
+def _same_file(handle: Any, path: Path) -> bool:
+    """Whether the open lock file is still the one at ``path`` (not removed or replaced since it was opened)."""
+    try:
+        return os.fstat(handle.fileno()).st_ino == os.stat(path).st_ino
+    except FileNotFoundError:
+        return False

@@ -111,6 +111,8 @@ def _result(ratings: Ratings, options: ResolvedFitOptions, prepared: designs.Pre
     if few:
         warnings.append(f"{len(few)} model(s) with fewer than {DEFAULT_MIN_BATTLES} battles: their scores are poorly determined ({', '.join(few)})")
     warnings += ratings.warnings
+    if theta_draws is not None and (few_rounds := options.few_rounds_warning()):
+        warnings.append(few_rounds)
 
     log_nu = float(theta[-1]) if ratings.tie_parameter else None
     return FitResult(
@@ -122,7 +124,7 @@ def _result(ratings: Ratings, options: ResolvedFitOptions, prepared: designs.Pre
     )
 
 
-def _anchor(options: FitOptions, models: tuple[str, ...]) -> tuple[int, float] | None:
+def _anchor(options: ResolvedFitOptions, models: tuple[str, ...]) -> tuple[int, float] | None:
     """(index of the anchor model, its published score), or None without an anchor."""
     if options.anchor is None:
         return None

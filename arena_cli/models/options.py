@@ -7,10 +7,12 @@ none), so an explicit option always wins over a preset.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from enum import Enum
 
-from arena_cli.errors import InputError
+from arena_cli.bounds import Bounds
+from arena_cli.errors import OptionError
 
 
 class Ties(str, Enum):
@@ -62,6 +64,20 @@ DEFAULT_MIN_BATTLES = 50
 #: Reweighting floor: a pair's weight is 1 / max(n_pair, REWEIGHT_FLOOR) (arena-rank's min_pair_count).
 REWEIGHT_FLOOR = 50
 
+# What each numeric fit option accepts (the CLI declares its options with these very rules).
+RIDGE = Bounds("--ridge", low=0)
+MIN_BATTLES = Bounds("--min-battles", low=1, integer=True)
+ROUNDS = Bounds("--rounds", low=1, integer=True)
+SEED = Bounds("--seed", low=0, integer=True)
+CONFIDENCE = Bounds("--confidence", low=0, high=1, low_open=True, high_open=True)
+WORKERS = Bounds("--workers", low=1, integer=True)
+ANCHOR_SCORE = Bounds("--anchor")
+TOP_K = Bounds("--top-k", low=1, integer=True)
+#: Fewer expected draws than this beyond each end of an interval, rounds × (1 − confidence) / 2, and the ends
+#: are among the few most extreme draws: their noise is of the order of the interval's width (below 100 rounds
+#: at 95%). A fit then warns that its intervals are unreliable.
+MIN_TAIL_DRAWS = 2.5
+
 
 @dataclass(frozen=True)
 class FitOptions:
@@ -77,7 +93,7 @@ class FitOptions:
     ties: Ties = Ties.half
     both_bad: BothBad = BothBad.tie
     normalize: bool = True
-    anchor: tuple[str, float] | None = None
+    anchor: tuple[str, float] | str | None = None
     reweight: bool | None = None
     ridge: float | None = None
     compat: Compat | None = None
@@ -103,9 +119,11 @@ class FitOptions:
                     object.__setattr__(self, name, kind(value))
                 except ValueError:
                     choices = ", ".join(k.value for k in kind)
-                    raise InputError(f"{name.replace('_', '-')} {value!r}: expected one of {choices}") from None
-        if self.anchor is not None:
-            object.__setattr__(self, "anchor", (str(self.anchor[0]), float(self.anchor[1])))
+                    raise OptionError(f"--{name.replace('_', '-')}", f"{value!r}: expected one of {choices}") from None
+        if isinstance(self.anchor, str):  # "model=1200", as on the command line
+            object.__setattr__(self, "anchor", parse_anchor(self.anchor))
+        elif self.anchor is not None:
+            object.__setattr__(self, "anchor", (str(self.anchor[0]), float(ANCHOR_SCORE.check(self.anchor[1]))))
 
     def resolved(self) -> ResolvedFitOptions:
         """Concrete values for every ``None`` field, from the compat preset or the plain defaults."""
@@ -128,24 +146,28 @@ class FitOptions:
         return out
 
     def validate(self) -> None:
-        if not 0 < self.confidence < 1:
-            raise InputError(f"--confidence {self.confidence}: must be between 0 and 1")
-        if self.rounds < 1:
-            raise InputError(f"--rounds {self.rounds}: must be at least 1")
-        if self.ridge is not None and self.ridge < 0:
-            raise InputError(f"--ridge {self.ridge}: must be >= 0")
-        if self.min_battles is not None and self.min_battles < 1:
-            raise InputError(f"--min-battles {self.min_battles}: must be at least 1")
-        if self.workers is not None and self.workers < 1:
-            raise InputError(f"--workers {self.workers}: must be at least 1")
-        if self.seed < 0:
-            raise InputError(f"--seed {self.seed}: must be >= 0")
+        """Every numeric option within its :class:`~arena_cli.bounds.Bounds` (an :class:`OptionError` if not)."""
+        for bounds, value in ((CONFIDENCE, self.confidence), (ROUNDS, self.rounds), (RIDGE, self.ridge),
+                              (MIN_BATTLES, self.min_battles), (WORKERS, self.workers), (SEED, self.seed)):
+            bounds.check(value)
+
+    def few_rounds_warning(self) -> str | None:
+        """Why intervals from these few resamples (or normal draws) should not be trusted, or None."""
+        tail_share = (1 - self.confidence) / 2
+        if self.rounds * tail_share >= MIN_TAIL_DRAWS:
+            return None
+        enough = math.ceil(round(MIN_TAIL_DRAWS / tail_share, 6))
+        what = "rank ranges" if self.ci is CIMethod.sandwich else "intervals and rank ranges"
+        return (f"--rounds {self.rounds}: {what} from fewer than {enough} draws are unreliable at confidence "
+                f"{self.confidence:g} (about {self.rounds * tail_share:.2g} draws fall beyond each end, so the ends are the "
+                "most extreme draws and may even exclude the estimate); use 1000, the default, for anything you publish")
 
 
 @dataclass(frozen=True)
 class ResolvedFitOptions(FitOptions):
     """:class:`FitOptions` with the preset-dependent fields filled in (:meth:`FitOptions.resolved`)."""
 
+    anchor: tuple[str, float] | None = None  # a "model=score" string is parsed by FitOptions
     reweight: bool = False
     ridge: float = 0.0
     min_battles: int = DEFAULT_MIN_BATTLES
@@ -161,19 +183,20 @@ def parse_style(style: str) -> tuple[str, ...]:
         return tuple(VARIANTS[spec])
     names = tuple(dict.fromkeys(n.strip() for n in spec.split(",") if n.strip()))
     if not names:
-        raise InputError(f"--style {style!r}: give none, length, markdown, both or a comma list of features")
+        raise OptionError("--style", f"{style!r}: give none, length, markdown, both or a comma list of features")
     if "none" in names:
-        raise InputError(f"--style {style!r}: 'none' cannot be combined with features")
+        raise OptionError("--style", f"{style!r}: 'none' cannot be combined with features")
     return names
 
 
 def parse_anchor(text: str) -> tuple[str, float]:
-    """``"mixtral-8x7b-instruct-v0.1=1114"`` -> ("mixtral-8x7b-instruct-v0.1", 1114.0)."""
+    """``"mixtral-8x7b-instruct-v0.1=1114"`` -> ("mixtral-8x7b-instruct-v0.1", 1114.0); split at the last ``=``, as
+    a model name may hold one."""
     model, sep, score = text.rpartition("=")
     try:
         value = float(score)
     except ValueError:
         value = None
     if not sep or not model.strip() or value is None:
-        raise InputError(f"--anchor {text!r}: expected MODEL=SCORE, e.g. mixtral-8x7b-instruct-v0.1=1114")
-    return model.strip(), value
+        raise OptionError("--anchor", f"{text!r}: expected MODEL=SCORE, e.g. mixtral-8x7b-instruct-v0.1=1114")
+    return model.strip(), ANCHOR_SCORE.check(value)

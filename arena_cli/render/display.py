@@ -29,11 +29,14 @@ class Cell:
 
 @dataclass(frozen=True)
 class Shown:
-    """A whole table as people see it: headers, which columns are numeric (right-aligned), rows of cells."""
+    """A whole table as people see it: headers, which columns are numeric (right-aligned, never broken), rows
+    of cells; and for a narrow terminal each column's ``priority`` and ``group`` (see :class:`Column`)."""
 
     headers: list[str]
     numeric: list[bool]
     rows: list[list[Cell]]
+    priority: list[int]
+    groups: list[str | None]
 
 
 def json_value(value: Any) -> Any:
@@ -109,15 +112,19 @@ def _column_cells(frame: pl.DataFrame, column: Column, digits: int | None) -> li
 
 
 def shown(table: Table) -> Shown:
-    """The table as people see it: its ``layout`` when given, else every column of the rounded frame."""
+    """The table as people see it: its ``layout`` when given, else every column of the frame, floats with the
+    table's ``float_digits`` (on a narrow terminal the first column stays, the others give way from the right)."""
     if not table.layout:
-        frame = plain_frame(rounded(table))
-        rows = [[Cell(plain_text(v)) for v in row] for row in frame.iter_rows()]
-        return Shown(list(frame.columns), [t.is_numeric() for t in frame.schema.values()], rows)
+        frame = plain_frame(table.frame)
+        digits = [table.float_digits.get(c) if t.is_float() else None for c, t in frame.schema.items()]
+        rows = [[Cell(_number(v, d) if d is not None else plain_text(v)) for v, d in zip(row, digits)] for row in frame.iter_rows()]
+        n = frame.width
+        return Shown(list(frame.columns), [t.is_numeric() for t in frame.schema.values()], rows, list(range(n)), [None] * n)
     frame = table.frame
     columns = [
         _column_cells(frame, c, c.digits if c.digits is not None else table.float_digits.get(c.value))
         for c in table.layout
     ]
     numeric = [frame.schema[c.value].is_numeric() for c in table.layout]
-    return Shown([c.header for c in table.layout], numeric, [list(row) for row in zip(*columns)] if columns else [])
+    rows = [list(row) for row in zip(*columns)] if columns else []
+    return Shown([c.header for c in table.layout], numeric, rows, [c.priority for c in table.layout], [c.group for c in table.layout])

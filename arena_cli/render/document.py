@@ -47,6 +47,10 @@ class Column:
     (just ``value`` when both bounds are null); with ``through`` it reads ``value–through`` (a range);
     ``change`` marks a signed change (colored arrows on a terminal, ``+3`` / ``-2`` in files); ``strong``
     names a boolean column that emphasises the cell where true. Null values show as an em dash.
+
+    On a terminal too narrow for every column, ``priority`` says which give way first (the highest; 0: never
+    dropped), and columns of the same ``group`` continue together in a further table (columns without one
+    repeat in each); what is left out is named in a note. Numbers are never cut, whatever the width.
     """
 
     header: str
@@ -57,6 +61,8 @@ class Column:
     digits: int | None = None
     change: bool = False
     strong: str | None = None
+    priority: int = 0
+    group: str | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,8 @@ class Table:
     ``float_digits`` rounds float columns for text formats (table, markdown, csv); JSON and parquet keep
     full precision so machines lose nothing. ``layout`` (optional) is how people see the table: the
     table, markdown and html formats show those columns; json, csv and parquet always carry ``frame``.
+    ``empty``: the sentence people read instead of a table without rows; a table without rows and without
+    one is left out of the human views (a plain fit has no style coefficients), except the primary table.
     """
 
     name: str
@@ -74,6 +82,11 @@ class Table:
     float_digits: dict[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     layout: tuple[Column, ...] = ()
+    empty: str = ""
+
+    @property
+    def empty_sentence(self) -> str:
+        return self.empty or "No rows."
 
 
 @dataclass(frozen=True)
@@ -117,6 +130,7 @@ class Document:
 
     @property
     def readable_tables(self) -> tuple[Table, ...]:
-        """The tables a person reads: an empty one (no style coefficients in a plain fit) is left out of
-        tables, markdown and HTML; machine formats keep every table so their shape never changes."""
-        return tuple(t for t in self.tables if t.frame.height or t is self.primary or t.notes)
+        """The tables a person reads: one without rows is said in a sentence, or left out of tables, markdown
+        and HTML when it has none to say (see :class:`Table`); machine formats keep every table so their shape
+        never changes."""
+        return tuple(t for t in self.tables if t.frame.height or t is self.primary or t.empty)

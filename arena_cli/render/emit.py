@@ -3,8 +3,8 @@ to files."""
 
 from __future__ import annotations
 
+import functools
 import importlib
-import sys
 from pathlib import Path
 
 from arena_cli.render.document import Document, OutputFormat, format_from_path
@@ -51,11 +51,13 @@ def emit(doc: Document, fmt: OutputFormat | None = None, output: Path | None = N
         text.print_rich(doc)
         return fmt
     if output is None:
-        sys.stdout.buffer.write(render(doc, fmt))
-        sys.stdout.flush()
-        return fmt
-    from arena_cli.io.atomic import atomic_write_bytes
+        from arena_cli.console import write_stdout
 
-    for path, data in render_files(doc, fmt, Path(output)).items():
-        atomic_write_bytes(path, data)
+        write_stdout(render(doc, fmt))
+        return fmt
+    from arena_cli.io.atomic import write_output
+
+    files = render_files(doc, fmt, Path(output))
+    for path, data in reversed(files.items()):  # the document last: it appears only with every image it links
+        write_output(path, functools.partial(Path.write_bytes, data=data))
     return fmt

@@ -39,8 +39,11 @@ def _cell(cell: Cell, numeric: bool) -> str:
 
 
 def _table(table: Table) -> list[str]:
+    heading = f'<h2 id="{escape(table.name)}">{escape(table.title or table.name)}</h2>'
+    if not table.frame.height:
+        return [heading, f'<p class="empty">{escape(table.empty_sentence)}</p>', *(f'<p class="note">{escape(note)}</p>' for note in table.notes)]
     view = shown(table)
-    out = [f'<h2 id="{escape(table.name)}">{escape(table.title or table.name)}</h2>', "<table>", "<thead><tr>"]
+    out = [heading, "<table>", "<thead><tr>"]
     out.append("".join(f"<th>{escape(h)}</th>" for h in view.headers))
     out.append("</tr></thead>")
     out.append("<tbody>")

@@ -4,14 +4,15 @@ the plots (forest, slope, pairwise heatmaps). Rendered to html (self-contained) 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from arena_cli.comparison import VariantComparison, with_positions
 from arena_cli.render.document import Document, Figure, Table
-from arena_cli.render.views import RANK_NOTE, SCORE_DIGITS, leaderboard_layout, meta, rank_diff_tables, summary_tables
+from arena_cli.render.views import RANK_NOTE, SCORE_DIGITS, fit_notes, leaderboard_layout, meta, rank_diff_tables, summary_tables
 
 if TYPE_CHECKING:
     from arena_cli.results import Report
@@ -20,28 +21,27 @@ if TYPE_CHECKING:
 SUMMARY_TABLES = ("overview", "outcomes", "languages", "quarantine", "features")
 
 
-def leaderboard_table(variant: str, leaderboard: pl.DataFrame, explain: bool = True) -> Table:
+def leaderboard_table(variant: str, leaderboard: pl.DataFrame, explain: bool = True, settings: Mapping[str, Any] | None = None) -> Table:
     """A variant's leaderboard as people read it: rank and score with their intervals, then the counts;
-    ``explain``: with the note on how to read the rank (the report gives it once, under the first)."""
+    ``explain``: with the note on how to read the rank (the report gives it once, under the first);
+    ``settings``: the variant's fit settings, whose anchor and tie parameter are noted."""
     digits = {c: SCORE_DIGITS for c in ("score", "score_lower", "score_upper")}
     intervals = "rank_lower" in leaderboard.columns and leaderboard["rank_lower"].is_not_null().any()
-    notes = (RANK_NOTE + " The same in every leaderboard below.",) if intervals and explain else ()
+    notes = (*fit_notes(settings or {}), *((RANK_NOTE + " The same in every leaderboard below.",) if intervals and explain else ()))
     return Table(f"leaderboard_{variant}", leaderboard, f"Leaderboard: {variant}", digits, notes, leaderboard_layout(leaderboard.columns))
 
 
-def summary_notes(table: Table) -> tuple[str, ...]:
-    """What an empty or blank summary table means, said in words rather than left as empty cells."""
-    frame = table.frame
-    if table.name == "overview" and "key" in frame.columns:
-        values = dict(zip(frame["key"].to_list(), frame["value"].to_list()))
-        if not values.get("first") and not values.get("last"):
-            return (*table.notes, "first, last: these battles carry no timestamps, so there is no date range.")
+def data_table(table: Table) -> Table:
+    """A summary table as the report shows it: titled as data, and what an empty or blank one means said in
+    words rather than left as empty cells."""
+    frame, notes, empty = table.frame, table.notes, table.empty
+    if table.name == "overview" and frame.select(pl.col("first", "last").is_null().all()).row(0) == (True, True):
+        notes = (*notes, "first, last: these battles carry no timestamps, so there is no date range.")
     if table.name == "quarantine":
-        if frame.height == 0:
-            return (*table.notes, "No rows quarantined: no ingest into this store rejected a row.")
-        total = int(frame["rows"].sum())
-        return (*table.notes, f"{total} row(s) quarantined in all, over every ingest into this store (filters do not apply).")
-    return table.notes
+        empty = "No rows quarantined: no ingest into this store rejected a row."
+        if frame.height:
+            notes = (*notes, f"{int(frame['rows'].sum())} row(s) quarantined in all, over every ingest into this store (filters do not apply).")
+    return dataclasses.replace(table, title=f"Data: {table.title or table.name}", notes=notes, empty=empty)
 
 
 def positions(leaderboards: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
@@ -91,11 +91,12 @@ def report_document(report: Report) -> Document:
     highlights, each variant's leaderboard, and the plots."""
     comparison = report.comparison
     leaderboards = report.leaderboards
-    data_tables = [
-        Table(t.name, t.frame, f"Data: {t.title or t.name}", t.float_digits, summary_notes(t), t.layout)
-        for t in summary_tables(report.summary) if t.name in SUMMARY_TABLES
+    data_tables = [data_table(t) for t in summary_tables(report.summary) if t.name in SUMMARY_TABLES]
+    results = comparison.results
+    boards = [
+        leaderboard_table(name, board, explain=k == 0, settings=results[name].settings if name in results else None)
+        for k, (name, board) in enumerate(leaderboards.items())
     ]
-    boards = [leaderboard_table(name, board, explain=k == 0) for k, (name, board) in enumerate(leaderboards.items())]
     tables = (*data_tables, *rank_diff_tables(comparison), *boards)
     figures = report_figures(comparison, leaderboards, report.pairs, boards[-1].name)
     title = f"Ranking report: {report.source}" if report.source else "Ranking report"

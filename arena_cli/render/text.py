@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any
+import os
+from typing import TYPE_CHECKING, Any
 
 from arena_cli.render.display import Cell, Shown, json_value, plain_frame, rounded, shown
-from arena_cli.render.document import Document, Figure
+from arena_cli.render.document import Document, Figure, Table
+
+if TYPE_CHECKING:
+    from arena_cli.render.width import Plan
+
+#: How a fitted table's note on its left-out columns begins.
+NOT_SHOWN = "Not shown at"
+#: Notes under a table wrap at this width, or at the table's if wider (and never beyond the terminal).
+NOTE_WIDTH = 100
 
 JSON_SCHEMA_VERSION = 2
 
@@ -65,7 +74,7 @@ def to_markdown(doc: Document, figure_prefix: str | None = None) -> bytes:
     for table in doc.readable_tables:
         if table.title:
             parts.append(f"### {table.title}\n")
-        parts.append(markdown_table(shown(table)) + "\n")
+        parts.append((markdown_table(shown(table)) if table.frame.height else table.empty_sentence) + "\n")
         parts.extend(f"{note}\n" for note in table.notes)
         figures_after(table.name)
     figures_after(None)
@@ -95,52 +104,104 @@ def _rich_cell(cell: Cell, terminal: bool) -> Any:
     return Text(cell.text, style=style)
 
 
-def rich_tables(doc: Document, terminal: bool = False) -> list[Any]:
+def _width_notes(view: Shown, plan: Plan, keys: list[str]) -> list[str]:
+    """What the reader of a fitted table must know: which columns it leaves out, that it continues, or that
+    it is wider than the terminal."""
+    notes = []
+    if plan.dropped:
+        names = ", ".join(view.headers[k] for k in plan.dropped)
+        them = "them" if len(plan.dropped) > 1 else "it"
+        notes.append(f"{NOT_SHOWN} {plan.width} columns: {names}. A wider terminal shows {them}, and so does -f json.")
+    if len(plan.blocks) > 1:
+        repeated = f"; {', '.join(keys)} repeated in each" if keys else ""
+        notes.append(f"Split into {len(plan.blocks)} tables to fit {plan.width} columns{repeated}.")
+    if plan.overflows:
+        needed = max(b.width for b in plan.blocks)
+        notes.append(f"{needed} columns wide, more than the {plan.width} available: lines run past the edge rather than cut a number.")
+    return notes
+
+
+def table_renderables(table: Table, terminal: bool = False, width: int | None = None) -> list[tuple[Any, int]]:
+    """One table as rich renderables, each with the width it is drawn at: fitted to ``width`` terminal columns
+    (see :mod:`arena_cli.render.width`), or every column in full when ``width`` is None. The notes follow the
+    last part, wrapped at :data:`NOTE_WIDTH` or the table's width if wider; a table without rows is its title
+    and a sentence."""
+    from rich.cells import cell_len
+    from rich.console import Group
     from rich.table import Table as RichTable
     from rich.text import Text
 
+    from arena_cli.render.width import plan as fit
+
+    notes_width = min(width, NOTE_WIDTH) if width else NOTE_WIDTH
+    if not table.frame.height:
+        heading = [Text(table.title, style="italic")] if table.title else []
+        return [(Group(*heading, Text("\n".join([table.empty_sentence, *table.notes]))), notes_width)]
+    view = shown(table)
+    cells = [[_rich_cell(c, terminal) for c in row] for row in view.rows]
+    columns = [[row[k].plain for row in cells] for k in range(len(view.headers))]
+    plan = fit(view.headers, columns, view.numeric, view.priority, view.groups, width)
+    keys = [view.headers[k] for k in plan.blocks[0].columns if view.groups[k] is None] if len(plan.blocks) > 1 else []
+    notes = [*table.notes, *_width_notes(view, plan, keys)]
     out = []
-    for table in doc.readable_tables:
-        view = shown(table)
-        caption = Text("\n".join(table.notes)) if table.notes else None
-        rich_table = RichTable(title=Text(table.title) if table.title else None, caption=caption, caption_justify="left")
-        for k, (header, numeric) in enumerate(zip(view.headers, view.numeric)):
-            # names (models, features) are never cut short: the numbers beside them wrap first
-            widest = max((len(row[k].text) for row in view.rows), default=0)
-            rich_table.add_column(header, justify="right" if numeric else "left", min_width=None if numeric else min(widest, 40))
-        for row in view.rows:
-            rich_table.add_row(*(_rich_cell(c, terminal) for c in row))
-        out.append(rich_table)
+    for i, block in enumerate(plan.blocks, start=1):
+        title = table.title + (f" ({i} of {len(plan.blocks)})" if len(plan.blocks) > 1 and table.title else "")
+        drawn = max(block.width, notes_width)
+        # as wide as its title when there is room, so a narrow part keeps its title on one line
+        rich_table = RichTable(title=Text(title) if title else None, min_width=min(cell_len(title), drawn))
+        for k, w in zip(block.columns, block.widths):
+            rich_table.add_column(view.headers[k], justify="right" if view.numeric[k] else "left", width=w, overflow="fold")
+        for row in cells:
+            rich_table.add_row(*(row[k] for k in block.columns))
+        last = i == len(plan.blocks) and notes
+        out.append((Group(rich_table, Text("\n".join(notes))) if last else rich_table, drawn))
     return out
 
 
+def rich_tables(doc: Document, terminal: bool = False, width: int | None = None) -> list[tuple[Any, int]]:
+    """Every readable table of ``doc`` as rich renderables with the width each is drawn at."""
+    return [drawn for table in doc.readable_tables for drawn in table_renderables(table, terminal, width)]
+
+
+class _AtWidth:
+    """A renderable drawn at its own width, whatever the console's: a table wider than the terminal is drawn
+    whole (printed uncropped, the terminal wraps its lines) instead of squeezed until its numbers break."""
+
+    def __init__(self, renderable: Any, width: int) -> None:
+        self.renderable, self.width = renderable, width
+
+    def __rich_console__(self, console, options):
+        yield from console.render(self.renderable, options.update(width=self.width))
+
+
+def print_tables(doc: Document, console: Any, width: int | None) -> None:
+    """Every readable table of ``doc`` on ``console``, fitted to ``width`` (None: every column in full)."""
+    for renderable, drawn in rich_tables(doc, terminal=console.is_terminal, width=width):
+        console.print(_AtWidth(renderable, drawn), crop=False)
+
+
 def to_table_text(doc: Document) -> bytes:
+    """The table format in a file: plain text, every column in full (a file has no width)."""
     from rich.console import Console
 
     text = io.StringIO()
-    console = Console(file=text, width=200, color_system=None)
-    for rich_table in rich_tables(doc):
-        _print_unsqueezed(console, rich_table)
+    print_tables(doc, Console(file=text, color_system=None), None)
     return text.getvalue().encode()
 
 
-def _print_unsqueezed(console, rich_table) -> None:
-    """A file or pipe has no width: each table gets at least its natural width, so nothing wraps."""
-    from rich.measure import Measurement
+def display_width(console: Any) -> int | None:
+    """The width tables are fitted to: the terminal's; when not a terminal, ``$COLUMNS`` if set, else none (a
+    pipe or file gets every column in full)."""
+    if console.is_terminal:
+        return console.width
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None
 
-    natural = Measurement.get(console, console.options.update(max_width=10_000), rich_table).maximum
-    console.width = max(200, natural)
-    console.print(rich_table)
 
+def print_rich(doc: Document, console: Any = None) -> None:
+    """The table view on ``console`` (default: stdout; data goes to stdout, logs to stderr), fitted to its width."""
+    if console is None:
+        from arena_cli.console import stdout_console
 
-def print_rich(doc: Document) -> None:
-    """The terminal view: rich tables on stdout (data goes to stdout, logs to stderr)."""
-    from rich.console import Console
-
-    console = Console()
-    terminal = console.is_terminal
-    for rich_table in rich_tables(doc, terminal=terminal):
-        if terminal:
-            console.print(rich_table)
-        else:  # piped: as wide as a table file, not squeezed to 80 columns
-            _print_unsqueezed(console, rich_table)
+        console = stdout_console()
+    print_tables(doc, console, display_width(console))

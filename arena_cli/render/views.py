@@ -4,7 +4,7 @@ its own), which JSON writes as ``{"schema_version": 2, "kind", "meta", "tables"}
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -53,14 +53,46 @@ def meta(result: Any, **own: Any) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------- leaderboard
 
 
+def fit_notes(settings: Mapping[str, Any]) -> tuple[str, ...]:
+    """The settings that change how scores read, said beneath the table: the anchor and Davidson's tie
+    parameter (JSON has them in ``meta.settings``: ``anchor``, ``tie_parameter``)."""
+    notes = []
+    anchor = settings.get("anchor")
+    if anchor:
+        notes.append(f"Anchored: {anchor['model']} is fixed at {anchor['score']:g} (a zero-width interval); the other scores and intervals are relative to it.")
+    tie = settings.get("tie_parameter")
+    if tie:
+        notes.append(f"Ties: Davidson's model, tie parameter ν = {_tie_parameter(tie)}; a score difference gives P(win | not a tie).")
+    return tuple(notes)
+
+
+def _tie_parameter(tie: Mapping[str, Any]) -> str:
+    bounds = f" [{tie['lower']:.3f}, {tie['upper']:.3f}]" if tie.get("lower") is not None else ""
+    return f"{tie['nu']:.3f}{bounds}"
+
+
+def variant_fit_notes(settings: Mapping[str, Any]) -> tuple[str, ...]:
+    """:func:`fit_notes` of a rank diff, whose settings keep what differs between variants in ``per_variant``:
+    one anchor, and each variant's own tie parameter."""
+    per_variant = settings.get("per_variant") or {}
+    ties = {name: own["tie_parameter"] for name, own in per_variant.items() if own.get("tie_parameter")}
+    if not ties:
+        return fit_notes(settings)
+    each = ", ".join(f"{name} {_tie_parameter(tie)}" for name, tie in ties.items())
+    anchored = fit_notes({"anchor": settings.get("anchor")})
+    return (*anchored, f"Ties: Davidson's model, tie parameter ν per variant: {each}; a score difference gives P(win | not a tie).")
+
+
 def leaderboard_layout(columns: Sequence[str]) -> tuple[Column, ...]:
-    """How people see a leaderboard: rank, rank range, model, score with its interval, then the counts."""
+    """How people see a leaderboard: rank, rank range, model, score with its interval, then the counts (on a
+    narrow terminal losses, ties, wins, battles and the rank range give way, in this order)."""
+    counts = {"battles": 2, "wins": 3, "ties": 3, "losses": 3}
     return (
         Column("rank", "rank"),
-        Column("rank range", "rank_lower", through="rank_upper"),
+        Column("rank range", "rank_lower", through="rank_upper", priority=1),
         Column("model", "model"),
         Column("score", "score", "score_lower", "score_upper", digits=SCORE_DIGITS),
-        *(Column(c, c) for c in ("battles", "wins", "ties", "losses") if c in columns),
+        *(Column(c, c, priority=p) for c, p in counts.items() if c in columns),
     )
 
 
@@ -70,7 +102,7 @@ def leaderboard_document(result: FitResult) -> Document:
     s = result.settings
     style = s.get("style", "none")
     title = "Leaderboard" + ("" if style == "none" else f" (style control: {style})")
-    notes = tuple(f"{e['model']} excluded ({e['battles']} battles): {e['reason']}" for e in s.get("excluded", []))
+    notes = (*fit_notes(s), *(f"{e['model']} excluded ({e['battles']} battles): {e['reason']}" for e in s.get("excluded", [])))
     if result.leaderboard["rank_lower"].is_not_null().any():
         notes = (*notes, RANK_NOTE)
     tables = (
@@ -105,17 +137,19 @@ def diff_table(comparison: VariantComparison) -> Table:
     names = list(comparison.variants)
     layout = [Column("model", "model")]
     for name in names:
-        layout.append(Column(f"{name} rank", f"rank_{name}"))
-        layout.append(Column(f"{name} range", f"rank_lower_{name}", through=f"rank_upper_{name}"))
-        layout.append(Column(f"{name} score", f"score_{name}", digits=SCORE_DIGITS))
+        # On a narrow terminal the scores give way first, then the ranges; then the variants continue below.
+        layout.append(Column(f"{name} rank", f"rank_{name}", group=name))
+        layout.append(Column(f"{name} range", f"rank_lower_{name}", through=f"rank_upper_{name}", priority=1, group=name))
+        layout.append(Column(f"{name} score", f"score_{name}", digits=SCORE_DIGITS, priority=2, group=name))
         if name != comparison.baseline:
-            layout.append(Column(f"{name} Δ", f"rank_change_{name}", change=True, strong=f"shifted_{name}"))
+            layout.append(Column(f"{name} Δ", f"rank_change_{name}", change=True, strong=f"shifted_{name}", group=name))
     notes = (
         f"Δ: rank change against {comparison.baseline} (+ = the model climbs). Bold (* in plain text): a significant "
         f"shift, the rank interval no longer overlaps the one under {comparison.baseline}.",
         "rank: LMArena's (1 + the number of models whose score interval lies wholly above); range: the central interval "
         "of the position over the resamples, so a shared rank can lie outside it. All variants are fitted on the same battles with the same resamples; "
         "JSON and CSV also give each change's interval over those paired resamples (rank_change_lower/upper_<variant>).",
+        *variant_fit_notes(comparison.settings),
     )
     digits = {c: SCORE_DIGITS for c in comparison.rank_diff.columns if c.startswith("score")}
     return Table("rank_diff", comparison.rank_diff, "Rank by style-control variant", digits, notes, tuple(layout))
@@ -124,22 +158,25 @@ def diff_table(comparison: VariantComparison) -> Table:
 def coefficient_table(comparison: VariantComparison) -> Table:
     frame = comparison.coefficients
     features = [c for c in frame.columns if c != "variant" and not c.endswith(("_lower", "_upper"))]
-    layout = (Column("variant", "variant"), *[Column(f, f, f"{f}_lower", f"{f}_upper", digits=COEF_DIGITS) for f in features])
+    layout = (Column("variant", "variant"), *[Column(f, f, f"{f}_lower", f"{f}_upper", digits=COEF_DIGITS, group=f) for f in features])
     notes = ("Style coefficients: log-odds per standard deviation of the normalised feature difference, "
              "with intervals; — where the variant does not control for the feature.",)
     digits = {c: COEF_DIGITS for c in frame.columns if c != "variant"}
-    return Table("coefficients", frame, "Style coefficients by variant", digits, notes, layout)
+    empty = "No variant controls for style, so there are no style coefficients."
+    return Table("coefficients", frame, "Style coefficients by variant", digits, notes, layout, empty)
 
 
 def highlight_table(comparison: VariantComparison) -> Table:
     layout = (
         Column("variant", "variant"), Column("model", "model"), Column("change", "change"),
-        Column("rank before", "rank_before"), Column("rank after", "rank_after"), Column("Δ rank", "rank_change", change=True),
-        Column("place before", "position_before"), Column("place after", "position_after"),
+        Column("rank before", "rank_before", priority=2), Column("rank after", "rank_after", priority=1),
+        Column("Δ rank", "rank_change", change=True),
+        Column("place before", "position_before", priority=3), Column("place after", "position_after", priority=3),
     )
     notes = (f"Against {comparison.baseline}: significant shifts, and models entering or leaving the top "
              f"{comparison.top_k} (place: position by score, 1 = highest; ranks tie while intervals overlap).",)
-    return Table("highlights", comparison.highlights, "Highlights", notes=notes, layout=layout)
+    empty = f"No significant shift, and no model entered or left the top {comparison.top_k}."
+    return Table("highlights", comparison.highlights, "Highlights", notes=notes, layout=layout, empty=empty)
 
 
 # ---------------------------------------------------------------------------------- two leaderboards
@@ -149,19 +186,21 @@ def comparison_document(comparison: LeaderboardComparison) -> Document:
     layout = (
         Column("model", "model"), Column("status", "status"),
         Column("old rank", "rank_old"),
-        Column("old range", "rank_lower_old", through="rank_upper_old"),
+        Column("old range", "rank_lower_old", through="rank_upper_old", priority=1),
         Column("new rank", "rank_new"),
-        Column("new range", "rank_lower_new", through="rank_upper_new"),
+        Column("new range", "rank_lower_new", through="rank_upper_new", priority=1),
         Column("Δ rank", "rank_change", change=True, strong="rank_beyond_interval"),
-        Column("old score", "score_old", digits=SCORE_DIGITS),
-        Column("new score", "score_new", digits=SCORE_DIGITS),
+        Column("old score", "score_old", digits=SCORE_DIGITS, priority=3),
+        Column("new score", "score_new", digits=SCORE_DIGITS, priority=2),
         Column("Δ score", "score_change", digits=SCORE_DIGITS, change=True, strong="score_beyond_interval"),
     )
     digits = {c: SCORE_DIGITS for c in comparison.changes.columns if c.startswith("score") and "beyond" not in c}
-    notes = (
-        "Δ rank: old rank - new rank (+ = the model climbs). Bold (* in plain text): beyond the intervals "
-        "(the old and new intervals do not overlap).",
+    n_common = int((comparison.changes["status"] == "kept").sum())
+    change = "old rank - new rank" if n_common == comparison.changes.height else (
+        f"the change of rank among the {n_common} models both leaderboards have, old - new (models that entered or "
+        f"left move no one; rank ranges among them from the {comparison.common_ranks_from}; JSON and CSV: common_rank_*)"
     )
+    notes = (f"Δ rank: {change}; + = the model climbs. Bold (* in plain text): beyond the intervals (the old and new intervals do not overlap).",)
     tables = (
         Table("changes", comparison.changes, f"{comparison.old_label} → {comparison.new_label}", digits, notes, layout),
         Table("gates", comparison.gates, "--fail-on conditions"),
@@ -184,7 +223,8 @@ def matrix_document(matrix: PairwiseMatrix) -> Document:
     order = list(matrix.order)
     frame = wide_matrix(matrix.pairs, matrix.value, order)
     digits = {} if matrix.value == "battles" else {m: 3 for m in order}
-    layout = (Column("model", "model"), *[Column(m, m) for m in order])
+    # on a narrow terminal the opponents continue in further tables, each repeating the model column
+    layout = (Column("model", "model"), *[Column(m, m, group=m) for m in order])
     return Document("matrix", (Table("matrix", frame, VALUES[matrix.value], digits, layout=layout),), meta=meta(matrix), title="arena matrix")
 
 
@@ -192,13 +232,13 @@ def matrix_document(matrix: PairwiseMatrix) -> Document:
 
 
 def summary_tables(summary: Summary) -> tuple[Table, ...]:
-    overview = summary.overview
-    frame = pl.DataFrame({"key": list(overview), "value": [str(v) if v is not None else "" for v in overview.values()]})
+    # one row, each value in its own type (JSON numbers are numbers), first and last as ISO 8601 text
+    frame = pl.DataFrame([summary.overview], schema={"battles": pl.Int64, "models": pl.Int64, "first": pl.String, "last": pl.String})
     tables = [Table("overview", frame, "Battles"), Table("models", summary.models, "Models"), Table("outcomes", summary.outcomes, "Outcomes")]
     if summary.languages is not None:
         tables.append(Table("languages", summary.languages, "Languages"))
     if summary.quarantine is not None:
-        tables.append(Table("quarantine", summary.quarantine, "Quarantined rows"))
+        tables.append(Table("quarantine", summary.quarantine, "Quarantined rows", empty="No rows quarantined."))
     if summary.features is not None and summary.features.height:
         note = "from_metadata: battles without texts, whose counts are LMArena's precomputed conv_metadata."
         tables.append(Table("features", summary.features, "Computed style features", notes=(note,)))
@@ -227,4 +267,9 @@ def ingest_document(report: IngestReport) -> Document:
         "quarantined": pl.Series([r["quarantined"] for r in rows], dtype=pl.Int64),
         "quarantined_by_reason": [", ".join(f"{k} {v}" for k, v in r["quarantined_by_reason"].items()) for r in rows],
     })
-    return Document("ingest", (Table("sources", frame, f"ingest into {report.store}"),), meta=meta(report, store=str(report.store)))
+    layout = (
+        Column("source", "source"), Column("read", "rows_read"), Column("stored", "stored"),
+        Column("duplicates", "duplicates", priority=1), Column("quarantined", "quarantined"), Column("reasons", "quarantined_by_reason"),
+    )
+    table = Table("sources", frame, f"ingest into {report.store}", layout=layout)
+    return Document("ingest", (table,), meta=meta(report, store=str(report.store)))

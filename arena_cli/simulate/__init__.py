@@ -24,31 +24,27 @@ The outcome model, exactly (``truth.json`` states it too):
    estimand: ``P(a | not a draw) = (p - tau/2) / (1 - tau)`` is further from 1/2 than ``p``.)
 
 Modules: ``generator`` (models, battles, counts, outcomes, truth, files), ``compose`` (answers written from the
-counts), ``texts`` (the text banks).
+counts), ``texts`` (the text banks), ``options`` (what the command line's numbers accept). Names load on first use,
+so ``arena simulate --help`` needs no numpy.
 """
 
-from arena_cli.simulate.generator import (
-    DEFAULT_STYLE_COEFFICIENTS,
-    DEFAULT_TIE_SHARE,
-    ELO_PER_LOGIT,
-    GENERATOR_VERSION,
-    STYLE_GROUPS,
-    Simulation,
-    simulate,
-    simulate_in_parts,
-    style_design,
-    write_simulation,
-)
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_STYLE_COEFFICIENTS",
-    "DEFAULT_TIE_SHARE",
-    "ELO_PER_LOGIT",
-    "GENERATOR_VERSION",
-    "STYLE_GROUPS",
-    "Simulation",
-    "simulate",
-    "simulate_in_parts",
-    "style_design",
-    "write_simulation",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "DEFAULT_STYLE_COEFFICIENTS": "options",
+    **dict.fromkeys((
+        "DEFAULT_TIE_SHARE", "ELO_PER_LOGIT", "GENERATOR_VERSION", "STYLE_GROUPS", "Simulation", "simulate",
+        "simulate_in_parts", "style_design", "write_simulation",
+    ), "generator"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"arena_cli.simulate.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'arena_cli.simulate' has no attribute {name!r}")

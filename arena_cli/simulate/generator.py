@@ -18,10 +18,11 @@ import polars as pl
 
 from arena_cli.errors import InputError
 from arena_cli.features.tokenizer import OFFLINE_ALIASES
-from arena_cli.io.atomic import atomic_write, atomic_write_bytes
+from arena_cli.io.atomic import writable_directory, write_output
 from arena_cli.io.options import DEFAULT_ENCODING
 from arena_cli.schema import META_COUNTS, meta_paths
 from arena_cli.simulate.compose import compose_texts, count_tokens
+from arena_cli.simulate.options import BATTLES, MODEL_SEED, MODELS, SEED, true_style_coefficients
 from arena_cli.simulate.texts import MODEL_FAMILIES, MODEL_VARIANTS
 
 GENERATOR = "arena-cli simulate"
@@ -29,9 +30,6 @@ GENERATOR = "arena-cli simulate"
 GENERATOR_VERSION = 1
 
 ELO_PER_LOGIT = 400 / math.log(10)
-#: Log-odds per standard deviation of each group's z-scored feature. Larger than LMArena's published estimates
-#: on purpose, so that the pull of style on an uncontrolled leaderboard is plain to see.
-DEFAULT_STYLE_COEFFICIENTS: dict[str, float] = {"length": 0.30, "header": 0.10, "list": 0.10, "bold": 0.12}
 #: LMArena's four style groups, the ones the generator draws counts for: its own, whatever groups the fit knows.
 STYLE_GROUPS: dict[str, tuple[str, ...]] = {
     "length": ("tokens",),
@@ -298,7 +296,7 @@ def simulate(
     seed: int = 0,
     *,
     texts: bool = True,
-    style_coefficients: Mapping[str, float] | None = None,
+    style_coefficients: Mapping[str, float | str] | None = None,
     tie_share: float = DEFAULT_TIE_SHARE,
     elo_spread: float = 300.0,
     model_seed: int | None = None,
@@ -315,7 +313,7 @@ def simulate(
     ``texts=False`` skips the conversations: the counts are drawn as with texts, the token count is the length the
     text would have been sized to (no tokenizer), and everything else (pairs, languages, draws) is the same as with
     texts for the same seed; fast enough for statistical tests over many data sets. ``style_coefficients`` sets
-    gamma per group (missing groups keep their default). ``tie_share`` is the draw probability of an even match.
+    gamma per group (missing groups keep their default; a number or its text). ``tie_share`` is the draw probability of an even match.
     ``model_seed`` draws the models (strengths, style profiles, release windows) from another seed than the votes:
     one truth, many vote logs, as coverage checks need. ``model_seed=seed`` is the same as leaving it out.
 
@@ -327,21 +325,15 @@ def simulate(
     length in tokens a typical model's answers are sized to (a few hundred to a few thousand make realistic texts
     for benchmarks). The defaults draw exactly what they always drew for a seed.
     """
-    if n_battles < 1:
-        raise InputError("the number of battles must be at least 1")
-    if n_models < 2:
-        raise InputError("a simulation needs at least 2 models")
+    for bounds, value in ((BATTLES, n_battles), (MODELS, n_models), (SEED, seed), (MODEL_SEED, model_seed)):
+        bounds.check(value)
     if not 0 <= tie_share <= 1:
         raise InputError(f"tie share must be between 0 and 1, got {tie_share}")
     if tie_model not in TIE_MODELS or nu <= 0:
         raise InputError(f"tie model must be one of {', '.join(TIE_MODELS)} (nu > 0), got {tie_model!r} (nu {nu})")
     if n_judges is not None and n_judges < 1 or judge_sd < 0 or verbosity <= 0 or popularity_sd < 0:
         raise InputError("n_judges and verbosity must be positive, judge_sd and popularity_sd not negative")
-    gamma = dict(DEFAULT_STYLE_COEFFICIENTS)
-    unknown = set(style_coefficients or {}) - set(gamma)
-    if unknown:
-        raise InputError(f"unknown style group(s) {', '.join(sorted(unknown))}; groups: {', '.join(gamma)}")
-    gamma.update({k: float(v) for k, v in (style_coefficients or {}).items()})
+    gamma = true_style_coefficients(style_coefficients)
 
     # Child 0 of a seed draws the models, children 1-5 the votes: each stage has its own stream, so texts=False
     # changes nothing but the token counts, model_seed nothing but the models, judge_sd nothing but the outcomes.
@@ -586,19 +578,19 @@ def _truth(
 def write_simulation(sim: Simulation, out_dir: Path, fmt: str = "jsonl") -> list[Path]:
     """Write ``battles.jsonl.gz`` (gzip with mtime 0: byte-identical for a seed) or ``battles.parquet``, and
     ``truth.json``, into ``out_dir`` (created if missing). Each file appears whole or not at all."""
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InputError(f"{out_dir} exists and is not a directory")
+    out_dir = writable_directory(Path(out_dir))
     if fmt == "jsonl":
         battles_path = out_dir / "battles.jsonl.gz"
         buffer = io.BytesIO()
         sim.battles.write_ndjson(buffer)
-        atomic_write_bytes(battles_path, gzip.compress(buffer.getvalue(), compresslevel=9, mtime=0))
+        compressed = gzip.compress(buffer.getvalue(), compresslevel=9, mtime=0)
+        write_output(battles_path, lambda tmp: tmp.write_bytes(compressed))
     elif fmt == "parquet":
         battles_path = out_dir / "battles.parquet"
-        atomic_write(battles_path, lambda tmp: sim.battles.write_parquet(tmp, compression="zstd"))
+        write_output(battles_path, lambda tmp: sim.battles.write_parquet(tmp, compression="zstd"))
     else:
         raise InputError(f"unknown format {fmt!r}: use jsonl or parquet")
     truth_path = out_dir / "truth.json"
-    atomic_write_bytes(truth_path, (json.dumps(sim.truth, indent=2, ensure_ascii=False) + "\n").encode())
+    truth = (json.dumps(sim.truth, indent=2, ensure_ascii=False) + "\n").encode()
+    write_output(truth_path, lambda tmp: tmp.write_bytes(truth))
     return [battles_path, truth_path]

@@ -1,0 +1,334 @@
+"""The store's manifest and the files beside it: what a consistent store looks like, and every way to tell a
+damaged one, so that nothing is ever deleted or written because a manifest looks wrong.
+
+A consistent store: ``manifest.json`` parses, has this tool's format and a version it reads, and lists each part
+once, as ``<table>/part-<generation>-<8 hex>.parquet`` inside the store, with its row count; every listed part
+exists and is parquet (cheap checks: a stat and the last four bytes), and — the deep checks, from the parquet
+footers only — has the table's key columns, a schema that reads together with the other parts', and the rows the
+manifest says. Every part file in a table folder is listed, except what a run that did not finish staged: a
+part of the next generation (the manifest's + 1, which is what every writer stages) or an atomic-write
+temporary; the next writer deletes those, and only those.
+
+Why the generation tells staged from published: a writer stages its parts as generation g + 1 under the lock,
+after deleting the leftovers of generation g + 1 of any earlier run, then publishes generation g + 1. So every
+part of a generation <= g on disk was published, and a part of a later generation than g + 1 cannot come from
+a run on this manifest (the manifest went back: a restored copy or an edit).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+MANIFEST = "manifest.json"
+FORMAT = "arena-store"
+FORMAT_VERSION = 1
+#: The top folders of the store's tables (``features/<key>`` tables live under ``features``).
+TABLE_FOLDERS = ("battles", "quarantine", "features")
+#: Where ``arena store repair`` moves what it does not keep (it deletes nothing).
+LOST_AND_FOUND = "lost+found"
+
+TABLE_NAME = re.compile(r"battles|quarantine|features/(?!\.\.?(?:/|$))[A-Za-z0-9_.+-]+")
+PART_NAME = re.compile(r"part-(\d{6,})-[0-9a-f]{8}\.parquet")
+#: :func:`arena_cli.io.atomic.atomic_write`'s temporary beside a part or the manifest: never published.
+TEMPORARY_NAME = re.compile(r"\.(?:part-\d{6,}-[0-9a-f]{8}\.parquet|manifest\.json)\..+\.tmp")
+PARQUET_MAGIC = b"PAR1"
+
+
+#: Every kind of problem, the most telling first (a missing part says more than the row counts it throws off).
+KINDS = (
+    "manifest_newer", "manifest_missing", "manifest_unreadable", "manifest_format", "manifest_version", "manifest_invalid",
+    "bad_entry", "missing_part", "unreadable_part", "wrong_schema", "duplicate_entry", "unlisted_part", "unpublished_part",
+    "generation", "row_count", "staged_leftover", "unknown_file",
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a store (``error``), or worth knowing about it (a note: the store is consistent).
+
+    ``kind`` is stable (JSON); ``path`` is relative to the store; ``detail`` is one line for people."""
+
+    kind: str
+    path: str
+    detail: str
+    error: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "path": self.path, "detail": self.detail, "severity": "error" if self.error else "note"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A part the manifest lists: its table, its path relative to the store, its rows and null counts."""
+
+    table: str
+    path: str
+    rows: int
+    nulls: dict[str, int] | None
+
+
+def empty_manifest() -> dict[str, Any]:
+    return {"format": FORMAT, "version": FORMAT_VERSION, "generation": 0, "tables": {}, "ingests": []}
+
+
+def part_generation(path: str | Path) -> int | None:
+    """The generation in a part's file name, None for a name that is not a part's."""
+    match = PART_NAME.fullmatch(PurePosixPath(path).name)
+    return int(match.group(1)) if match else None
+
+
+def by_importance(problems: Iterable[Problem]) -> list[Problem]:
+    return sorted(problems, key=lambda p: KINDS.index(p.kind))
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+# ------------------------------------------------------------------------------------- the manifest itself
+
+
+def read_manifest(root: Path) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """The store's manifest (None when it has none or it cannot be used) and what is wrong with it; a store
+    without a manifest but with part files is damaged (its manifest was lost)."""
+    path = root / MANIFEST
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if any(part_generation(file) is not None for file in part_files(root)):
+            return None, [Problem("manifest_missing", MANIFEST, f"{MANIFEST} is missing but the store has part files")]
+        return None, []
+    except (OSError, UnicodeDecodeError) as error:
+        return None, [Problem("manifest_unreadable", MANIFEST, f"{MANIFEST} cannot be read ({getattr(error, 'strerror', None) or error})")]
+    return parse_manifest(text)
+
+
+def parse_manifest(text: str) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """The manifest in ``text`` (None when it cannot be used at all) and what is wrong with it."""
+    try:
+        manifest = json.loads(text)
+    except ValueError as error:
+        return None, [Problem("manifest_unreadable", MANIFEST, f"{MANIFEST} is not valid JSON ({error})")]
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
+        return None, [Problem("manifest_format", MANIFEST, f"{MANIFEST} is not an arena store manifest (format {found!r})")]
+    version = manifest.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        return None, [Problem("manifest_version", MANIFEST, f"{MANIFEST} has no valid format version ({version!r})")]
+    if version > FORMAT_VERSION:
+        return None, [Problem("manifest_newer", MANIFEST,
+                              f"{MANIFEST} was written by a newer arena-cli (format version {version}; this one reads {FORMAT_VERSION})")]
+    for key, valid, what in (("generation", _count, "a count"), ("tables", lambda v: isinstance(v, dict), "an object"),
+                             ("ingests", lambda v: isinstance(v, list), "a list")):
+        if key not in manifest and key != "ingests":
+            return None, [Problem("manifest_invalid", MANIFEST, f"{MANIFEST} has no {key!r}")]
+        if key in manifest and not valid(manifest[key]):
+            return None, [Problem("manifest_invalid", MANIFEST, f"{MANIFEST}: {key!r} is not {what} ({manifest[key]!r})")]
+    return manifest, _entry_problems(manifest)
+
+
+def _entry_problem(table: str, index: int, entry: Any) -> str | None:
+    """What is wrong with one entry of ``table`` (None: nothing)."""
+    where = f"{MANIFEST} entry {index + 1} of {table!r}"
+    if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+        return f"{where} has no path"
+    path = PurePosixPath(entry["path"])
+    if path.is_absolute() or ".." in path.parts or "\\" in entry["path"] or path.as_posix() != entry["path"]:
+        return f"{where}: {entry['path']!r} is outside the store"
+    if path.parent.as_posix() != table or part_generation(entry["path"]) is None:
+        return f"{where}: {entry['path']!r} is not a part file of the table's folder {table}/"
+    if not _count(entry.get("rows")):
+        return f"{where}: rows {entry.get('rows')!r} is not a count"
+    nulls = entry.get("nulls", {})
+    if not isinstance(nulls, dict) or not all(isinstance(k, str) and _count(v) for k, v in nulls.items()):
+        return f"{where}: nulls {nulls!r} is not a count per column"
+    return None
+
+
+def _entry_problems(manifest: dict[str, Any]) -> list[Problem]:
+    problems = []
+    seen: set[str] = set()
+    for table, parts in manifest["tables"].items():
+        if not TABLE_NAME.fullmatch(table) or not isinstance(parts, list):
+            problems.append(Problem("bad_entry", MANIFEST, f"{MANIFEST} names table {table!r}, which is not a table of a store"))
+            continue
+        for index, entry in enumerate(parts):
+            detail = _entry_problem(table, index, entry)
+            if detail is not None:
+                problems.append(Problem("bad_entry", MANIFEST, detail))
+                continue
+            path = entry["path"]
+            if path in seen:
+                problems.append(Problem("duplicate_entry", path, f"{path} is listed twice in {MANIFEST}"))
+            elif (part_generation(path) or 0) > manifest["generation"]:
+                problems.append(Problem("generation", path, f"{path} is newer than {MANIFEST} (generation {manifest['generation']})"))
+            seen.add(path)
+    return problems
+
+
+def entries(manifest: dict[str, Any]) -> list[Entry]:
+    """The valid entries of a parsed manifest, each path once (what a repair can keep)."""
+    found: dict[str, Entry] = {}
+    for table, parts in manifest["tables"].items():
+        if not TABLE_NAME.fullmatch(table) or not isinstance(parts, list):
+            continue
+        for index, entry in enumerate(parts):
+            if _entry_problem(table, index, entry) is None and entry["path"] not in found:
+                found[entry["path"]] = Entry(table, entry["path"], entry["rows"], entry.get("nulls"))
+    return list(found.values())
+
+
+# ---------------------------------------------------------------------------------------------- the parts
+
+
+def part_files(root: Path) -> Iterator[Path]:
+    """Every file under the store's table folders (parts, temporaries, anything else)."""
+    for folder in TABLE_FOLDERS:
+        base = root / folder
+        if base.is_dir():
+            yield from (p for p in base.rglob("*") if p.is_file() or p.is_symlink())
+    yield from (p for p in root.glob(f".{MANIFEST}.*.tmp"))
+
+
+def looks_like_parquet(path: Path) -> str | None:
+    """The cheap check of a part (a stat and its last four bytes): None if it may be parquet, else why not."""
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            return "it is empty (0 bytes)"
+        with open(path, "rb") as handle:
+            handle.seek(max(size - len(PARQUET_MAGIC), 0))
+            tail = handle.read()
+    except OSError as error:
+        return f"it cannot be read ({error.strerror or error})"
+    return None if size >= 12 and tail == PARQUET_MAGIC else "it is truncated or not parquet (no parquet footer)"
+
+
+@functools.lru_cache(maxsize=4096)
+def _footer(path: str, size: int, mtime_ns: int, inode: int) -> tuple[int, dict[str, Any]]:
+    """Rows and schema from a part's footer. Parts never change once written, so a process reads each once."""
+    import polars as pl
+
+    scan = pl.scan_parquet(path)
+    return scan.select(pl.len()).collect().item(), dict(scan.collect_schema())
+
+
+def footer(path: Path) -> tuple[int, dict[str, Any]]:
+    """A part's rows and schema, read from its footer only; OSError or polars' error when it cannot be."""
+    stat = path.stat()
+    return _footer(str(path), stat.st_size, stat.st_mtime_ns, stat.st_ino)
+
+
+def key_columns(table: str) -> dict[str, Any]:
+    """The columns (and their types) every part of ``table`` has: what readers join and deduplicate on."""
+    import polars as pl
+
+    if table == "battles":
+        return dict.fromkeys(("battle_id", "model_a", "model_b", "outcome", "content_hash"), pl.String())
+    if table == "quarantine":
+        return {"source_file": pl.String(), "source_row": pl.Int64(), "reason": pl.String(), "raw": pl.String()}
+    return dict.fromkeys(("battle_id", "content_hash", "feature_source"), pl.String())
+
+
+def schema_problem(table: str, schema: dict[str, Any], union: dict[str, Any]) -> str | None:
+    """Why a part with ``schema`` cannot be a part of ``table`` whose other parts read as ``union``."""
+    for name, dtype in key_columns(table).items():
+        if name not in schema:
+            return f"it has no column {name!r}"
+        if schema[name] != dtype:
+            return f"its column {name!r} is {schema[name]}, not {dtype}"
+    try:
+        union_with(union, schema)
+    except Exception as error:  # polars has no one class for "no common type"
+        return f"its columns do not read together with the other parts' ({str(error).splitlines()[0]})"
+    return None
+
+
+def union_with(union: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema a read of parts with ``union`` and ``schema`` gives (as :meth:`Store.scan` concatenates them:
+    missing columns null, types widened); raises when some column has no common type."""
+    import polars as pl
+
+    if all(union.get(name, dtype) == dtype for name, dtype in schema.items()):  # the usual case, without polars
+        return {**union, **schema}
+    return dict(pl.concat([pl.DataFrame(schema=union), pl.DataFrame(schema=schema)], how="diagonal_relaxed").schema)
+
+
+def check_part(root: Path, table: str, path: str, rows: int | None, union: dict[str, Any]) -> tuple[Problem | None, dict[str, Any] | None]:
+    """The deep check of one part, from its footer (``rows``: what the manifest says, None for an unlisted
+    part; ``union``: how the table's parts kept so far read): what is wrong, and its schema if readable."""
+    import polars as pl
+
+    file = root / path
+    if (why := looks_like_parquet(file)) is not None:
+        return Problem("unreadable_part", path, f"{path}: {why}"), None
+    try:
+        found, schema = footer(file)
+    except (OSError, pl.exceptions.PolarsError) as error:
+        return Problem("unreadable_part", path, f"{path}: it is not readable parquet ({str(error).splitlines()[0]})"), None
+    if (why := schema_problem(table, schema, union)) is not None:
+        return Problem("wrong_schema", path, f"{path} cannot be a part of {table}: {why}"), schema
+    if rows is not None and found != rows:
+        return Problem("row_count", path, f"{path} has {found:,} rows; {MANIFEST} says {rows:,}"), schema
+    return None, schema
+
+
+def listed_problems(root: Path, manifest: dict[str, Any], deep: bool) -> list[Problem]:
+    """What is wrong with the parts the manifest lists. Cheap (every open): missing, or not parquet (a stat and
+    four bytes each). ``deep`` (before every write, and ``arena store check``): also unreadable footers, wrong
+    schemas and row counts other than the manifest's, from the footers only."""
+    problems = []
+    unions: dict[str, dict[str, Any]] = {}
+    for entry in entries(manifest):
+        file = root / entry.path
+        if not file.is_file():
+            problems.append(Problem("missing_part", entry.path, f"{entry.path} is listed in {MANIFEST} but missing"))
+        elif not deep:
+            if (why := looks_like_parquet(file)) is not None:
+                problems.append(Problem("unreadable_part", entry.path, f"{entry.path}: {why}"))
+        else:
+            problem, schema = check_part(root, entry.table, entry.path, entry.rows, unions.get(entry.table, {}))
+            if problem is not None:
+                problems.append(problem)
+            elif schema is not None:
+                unions[entry.table] = union_with(unions.get(entry.table, {}), schema)
+    return problems
+
+
+def layout_problems(root: Path, manifest: dict[str, Any], files: list[Path] | None = None) -> list[Problem]:
+    """Files in the table folders that the manifest does not list: leftovers a writer may delete (notes),
+    parts whose data readers would not see (errors), and unknown files (notes: left alone).
+
+    ``files``: found before the manifest was read (a reader's walk), so a part published since is listed; a
+    leftover deleted since (by a writer, before it published) is skipped."""
+    listed = {entry.path for entry in entries(manifest)}
+    generation = manifest["generation"]
+    problems = []
+    for file in (files if files is not None else list(part_files(root))):
+        path = file.relative_to(root).as_posix()
+        if path in listed or not os.path.lexists(file):
+            continue
+        part = part_generation(path)
+        if TEMPORARY_NAME.fullmatch(file.name) or part == generation + 1:
+            problems.append(Problem("staged_leftover", path, f"{path} was staged by a run that did not finish; the next write removes it", error=False))
+        elif part is None:
+            problems.append(Problem("unknown_file", path, f"{path} is not a file of the store; left alone", error=False))
+        elif part <= generation:
+            problems.append(Problem("unlisted_part", path, f"{path} is not listed in {MANIFEST}, which has published its generation {part}"))
+        else:
+            problems.append(Problem("unpublished_part", path,
+                                    f"{path} has generation {part}, later than {MANIFEST}'s next ({generation + 1}): the manifest went back"))
+    return problems
+
+
+def staged_leftovers(root: Path, manifest: dict[str, Any]) -> list[Path]:
+    """What a run that did not finish left (its parts of the next generation, atomic-write temporaries): the only
+    files a writer deletes, and only once the manifest was checked."""
+    return [root / p.path for p in layout_problems(root, manifest) if p.kind == "staged_leftover"]

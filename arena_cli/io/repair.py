@@ -1,0 +1,355 @@
+"""``arena store check`` and ``arena store repair``: say what is wrong with a store, and rebuild a consistent
+manifest from the parts on disk without ever deleting data.
+
+Repair keeps every listed part that is readable (fixing its row count from the file), adopts unlisted parts that
+were published (a generation the manifest has reached, see :mod:`arena_cli.io.manifest`) when they are readable,
+have the table's schema and repeat no battle already kept, and moves everything else out of the table folders
+into ``lost+found/`` (same relative path): unreadable or truncated parts, parts of a wrong schema, and parts
+that were never published — a run killed before it published staged them, so adopting them would add half a
+run. Their battles come back, without duplicates, with ``arena ingest STORE/lost+found/battles/part-….parquet``
+(battles already stored are counted as duplicates). Entries the manifest cannot keep (a missing part, a path
+outside the store, a second listing) are dropped. Files that are not the store's are left alone.
+
+When the manifest is missing or unreadable, the parts its text still names count as listed and a generation
+in its text is used; when nothing is left to tell which parts were published, the parts of the highest
+generation on disk are taken as unpublished (``adopt_unpublished`` adopts them too, after the same checks).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from arena_cli.errors import InputError
+from arena_cli.io.atomic import atomic_write_bytes, fsync_dir
+from arena_cli.io.manifest import (
+    FORMAT,
+    FORMAT_VERSION,
+    LOST_AND_FOUND,
+    MANIFEST,
+    PART_NAME,
+    TABLE_NAME,
+    TEMPORARY_NAME,
+    Problem,
+    by_importance,
+    check_part,
+    entries,
+    layout_problems,
+    listed_problems,
+    part_files,
+    part_generation,
+    read_manifest,
+    union_with,
+)
+from arena_cli.io.store import Store, writing
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from arena_cli.render.document import Document
+
+#: A part path as a damaged manifest's text still names it.
+_LISTED_PATH = re.compile(rf'"path"\s*:\s*"((?:{TABLE_NAME.pattern})/{PART_NAME.pattern})"')
+_GENERATION = re.compile(r'"generation"\s*:\s*(\d+)')
+#: What to do with a never-published part once it is in lost+found, per table folder.
+_BRING_BACK = {"battles": "`arena ingest` of the moved file adds its battles not stored yet",
+               "features": "`arena features` computes what the store lacks"}
+
+
+@dataclass(frozen=True)
+class StoreCheck:
+    """What ``arena store check`` found: every problem (errors make the store unusable until repaired; notes
+    do not), and per table its parts and rows as the manifest lists them."""
+
+    root: Path
+    problems: tuple[Problem, ...]
+    tables: dict[str, dict[str, int]]
+    settings: dict[str, Any] = field(default_factory=dict)
+    filters: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def healthy(self) -> bool:
+        return not any(p.error for p in self.problems)
+
+    def message(self) -> str:
+        errors = [p for p in self.problems if p.error]
+        if not errors:
+            parts = sum(t["parts"] for t in self.tables.values())
+            return f"store {self.root} is consistent: {_plural(parts, 'part')} in {_plural(len(self.tables), 'table')}"
+        return f"store {self.root} is damaged: {_plural(len(errors), 'problem')}, first: {errors[0].detail}"
+
+    def to_document(self) -> Document:
+        from arena_cli.render.store import check_document
+
+        return check_document(self)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One thing a repair does: ``keep`` a part a damaged manifest names, ``adopt`` an unlisted part, ``fix``
+    an entry's rows (or the generation), ``drop`` an entry, ``move`` a file to lost+found, ``rewrite`` the
+    manifest."""
+
+    action: str
+    path: str
+    detail: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"action": self.action, "path": self.path, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class StoreRepair:
+    """What ``arena store repair`` did (or, with ``dry_run``, would do), and the tables afterwards."""
+
+    root: Path
+    changes: tuple[Change, ...]
+    tables: dict[str, dict[str, int]]
+    dry_run: bool = False
+    settings: dict[str, Any] = field(default_factory=dict)
+    filters: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    def message(self) -> str:
+        if not self.changes:
+            return f"store {self.root} is consistent: nothing to repair"
+        moved = sum(c.action == "move" for c in self.changes)
+        aside = f"; {_plural(moved, 'file')} {'would be ' if self.dry_run else ''}moved to {self.root / LOST_AND_FOUND}" if moved else ""
+        return f"repair {'would make' if self.dry_run else 'made'} {_plural(len(self.changes), 'change')} to store {self.root}{aside}"
+
+    def to_document(self) -> Document:
+        from arena_cli.render.store import repair_document
+
+        return repair_document(self)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def _tables(manifest: dict[str, Any] | None) -> dict[str, dict[str, int]]:
+    """Per table of a manifest, its parts and rows as listed."""
+    tables: dict[str, dict[str, int]] = {}
+    for entry in entries(manifest) if manifest is not None else []:
+        counts = tables.setdefault(entry.table, {"parts": 0, "rows": 0})
+        counts["parts"] += 1
+        counts["rows"] += entry.rows
+    return tables
+
+
+def _root(store: Path) -> Path:
+    if not store.exists():
+        raise InputError(f"no store at {store}")
+    if not store.is_dir():
+        raise InputError(f"store {store} is a file, not a store directory")
+    return store
+
+
+def check_store(store: Path) -> StoreCheck:
+    """Every problem of the store at ``store``: the manifest, each listed part (deeply: footers, schemas, rows)
+    and the files the manifest does not list."""
+    root = _root(store)
+    manifest, problems = read_manifest(root)
+    if manifest is None and not problems:
+        raise InputError(f"no store at {root} (no {MANIFEST}, no parts)")
+    if manifest is not None:
+        problems += listed_problems(root, manifest, deep=True) + layout_problems(root, manifest)
+    return StoreCheck(root, tuple(by_importance(problems)), _tables(manifest), inputs={"files": [], "store": str(root)})
+
+
+# -------------------------------------------------------------------------------------------------- repair
+
+
+@dataclass
+class _Plan:
+    """A repair worked out before anything is touched: the parts kept, the files moved, the changes."""
+
+    root: Path
+    log: list[Any]
+    generation: int = 0
+    guessed: bool = False  # no manifest said which generation was published
+    kept: dict[str, dict[str, Any]] = field(default_factory=dict)   # path -> manifest entry
+    tables: dict[str, str] = field(default_factory=dict)            # path -> table
+    moves: list[str] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+    unions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    battle_ids: pl.DataFrame | None = None
+
+    def keep(self, table: str, path: str, rows: int, nulls: dict[str, int] | None, schema: dict[str, Any]) -> None:
+        self.kept[path] = {"path": path, "rows": rows, **({"nulls": nulls} if nulls is not None else {})}
+        self.tables[path] = table
+        self.unions[table] = union_with(self.unions.get(table, {}), schema)
+        if table == "battles" and self.battle_ids is not None:
+            self.battle_ids = self.battle_ids.vstack(_battle_ids(self.root / path))
+
+    def move(self, path: str, detail: str) -> None:
+        self.moves.append(path)
+        self.changes.append(Change("move", path, f"{detail}; moved to {LOST_AND_FOUND}/{path}"))
+
+    def manifest(self) -> dict[str, Any]:
+        tables: dict[str, list[dict[str, Any]]] = {}
+        for path, entry in self.kept.items():
+            tables.setdefault(self.tables[path], []).append(entry)
+        generation = max([self.generation, *(part_generation(p) or 0 for p in self.kept)])
+        changes = [c.as_dict() for c in self.changes]
+        return {"format": FORMAT, "version": FORMAT_VERSION, "generation": generation, "tables": tables,
+                "ingests": [*self.log, {"action": "repair", "changes": changes}]}
+
+    def repeats_battles(self, path: str) -> int:
+        """How many battles of the part at ``path`` a kept battles part already holds."""
+        import polars as pl
+
+        if self.battle_ids is None:
+            kept = [_battle_ids(self.root / p) for p, t in self.tables.items() if t == "battles"]
+            self.battle_ids = pl.concat(kept) if kept else pl.DataFrame(schema={"battle_id": pl.String})
+        return _battle_ids(self.root / path).join(self.battle_ids, on="battle_id", how="semi").height
+
+
+def _battle_ids(file: Path) -> pl.DataFrame:
+    import polars as pl
+
+    return pl.read_parquet(file, columns=["battle_id"])
+
+
+def _counts(file: Path) -> tuple[int, dict[str, int]]:
+    """A part's rows and its null count per column (the columns that have nulls), as the manifest keeps them."""
+    import polars as pl
+
+    nulls = pl.scan_parquet(file).null_count().collect()
+    return pl.scan_parquet(file).select(pl.len()).collect().item(), {c: n for c, n in zip(nulls.columns, nulls.row(0)) if n}
+
+
+def _known(root: Path, manifest: dict[str, Any] | None, problems: list[Problem]) -> tuple[list[tuple[str, str, int | None, dict[str, int] | None]], int | None, list[Any]]:
+    """The parts the manifest lists, as (table, path, rows, nulls) — salvaged, without counts, from a text that
+    does not parse —, its generation when known, and its log."""
+    if manifest is not None:
+        return [(e.table, e.path, e.rows, e.nulls) for e in entries(manifest)], manifest["generation"], list(manifest.get("ingests", []))
+    if any(p.kind == "manifest_newer" for p in problems):
+        raise InputError(f"store {root}: {problems[0].detail}; this version will not rewrite it")
+    try:
+        text = (root / MANIFEST).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    named = dict.fromkeys(match.group(1) for match in _LISTED_PATH.finditer(text))
+    generation = _GENERATION.search(text)
+    try:  # JSON of another shape may still hold the log
+        log = json.loads(text).get("ingests")
+    except (ValueError, AttributeError):
+        log = None
+    return ([(path.rsplit("/", 1)[0], path, None, None) for path in named], int(generation.group(1)) if generation else None,
+            log if isinstance(log, list) else [])
+
+
+def _plan(root: Path, adopt_unpublished: bool) -> tuple[_Plan, bool]:
+    """The repair of the store at ``root``, and whether its manifest must be rewritten."""
+    manifest, problems = read_manifest(root)
+    files = sorted(part_files(root))
+    if manifest is None and not any(part_generation(f) is not None for f in files):
+        detail = f": {problems[0].detail}" if problems else ""
+        raise InputError(f"no store at {root} to repair (no part files){detail}")
+    known, generation, log = _known(root, manifest, problems)
+    plan = _Plan(root, log)
+    for bad in problems:
+        if bad.kind in ("bad_entry", "duplicate_entry"):
+            plan.changes.append(Change("drop", bad.path, bad.detail))
+    for table, path, rows, nulls in known:
+        if not (root / path).is_file():
+            lost = f"its {rows:,} rows are" if rows is not None else "its rows are"
+            plan.changes.append(Change("drop", path, f"listed in {MANIFEST} but missing: {lost} not on disk"))
+            continue
+        problem, schema = check_part(root, table, path, rows, plan.unions.get(table, {}))
+        if problem is not None and problem.kind != "row_count" or schema is None:
+            plan.move(path, f"listed, but {problem.detail if problem else path}")
+        elif problem is None and rows is not None:
+            plan.keep(table, path, rows, nulls, schema)
+        else:
+            found, counted = _counts(root / path)
+            plan.keep(table, path, found, counted, schema)
+            if problem is not None:
+                plan.changes.append(Change("fix", path, problem.detail))
+            else:
+                plan.changes.append(Change("keep", path, f"named by the damaged {MANIFEST}; readable, {_plural(found, 'row')}"))
+    published = [part_generation(p) or 0 for p in plan.kept]
+    if generation is None and not published:  # nothing says what was published: the last generation may not have been
+        generation, plan.guessed = max([0, *(part_generation(f) or 0 for f in files)]) - 1, True
+    plan.generation = max([generation or 0, *published])
+    if manifest is not None and plan.generation > manifest["generation"]:
+        plan.changes.append(Change("fix", MANIFEST, f"generation {manifest['generation']} raised to {plan.generation}, that of its parts"))
+    listed = {path for _, path, _, _ in known}
+    for file in files:
+        path = file.relative_to(root).as_posix()
+        part, table = part_generation(path), file.parent.relative_to(root).as_posix()
+        if path in listed or (part is None and not TEMPORARY_NAME.fullmatch(file.name)):
+            continue  # kept, or not the store's: left alone
+        if part is None:
+            plan.move(path, "a temporary file of a write that did not finish")
+        elif part > plan.generation and not adopt_unpublished:
+            why = (f"generation {part} is the last on disk and no {MANIFEST} says it was published" if plan.guessed
+                   else f"never published (generation {part}; {MANIFEST} reached {plan.generation})")
+            plan.move(path, f"{why}: {_BRING_BACK.get(table.partition('/')[0], 'kept for reference')}")
+        elif not TABLE_NAME.fullmatch(table):
+            plan.move(path, f"{table}/ is not a table of the store")
+        else:
+            problem, schema = check_part(root, table, path, None, plan.unions.get(table, {}))
+            repeated = plan.repeats_battles(path) if problem is None and table == "battles" else 0
+            if problem is not None or schema is None:
+                plan.move(path, f"not listed, and {problem.detail if problem else path}")
+            elif repeated:
+                plan.move(path, f"not listed, and {repeated:,} of its battles are already stored")
+            else:
+                found, counted = _counts(file)
+                plan.keep(table, path, found, counted, schema)
+                plan.changes.append(Change("adopt", path, f"not listed in {MANIFEST}; a readable part of {table}, generation {part}, {_plural(found, 'row')}"))
+    rewrite = bool(plan.changes) or any(p.error for p in problems)
+    if rewrite:
+        why = next((p.detail for p in problems if p.kind.startswith("manifest_")), "rebuilt")
+        plan.changes.append(Change("rewrite", MANIFEST, f"{why}: lists the {_plural(len(plan.kept), 'part')} kept (the old one is kept in {LOST_AND_FOUND}/)"))
+    return plan, rewrite
+
+
+def _aside(root: Path, path: str) -> Path:
+    """Where ``path`` goes in lost+found: the same relative path, numbered if taken."""
+    target = root / LOST_AND_FOUND / path
+    number = 0
+    while os.path.lexists(target):
+        number += 1
+        target = root / LOST_AND_FOUND / f"{path}.{number}"
+    return target
+
+
+def _apply(plan: _Plan) -> None:
+    """Move the files aside first, then publish the new manifest: a repair killed midway leaves a store that a
+    second repair finishes, and never a manifest that lists a file that was moved."""
+    root = plan.root
+    with writing(root):
+        for path in plan.moves:
+            target = _aside(root, path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(root / path, target)
+            fsync_dir(target.parent)
+        if (root / MANIFEST).exists():
+            target = _aside(root, MANIFEST)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(target, (root / MANIFEST).read_bytes())
+        atomic_write_bytes(root / MANIFEST, (json.dumps(plan.manifest(), indent=1) + "\n").encode())
+
+
+def repair_store(store: Path, *, lock_wait: float = 60.0, dry_run: bool = False, adopt_unpublished: bool = False) -> StoreRepair:
+    """Make the store at ``store`` consistent (see the module's docstring), under the writer lock; with
+    ``dry_run``, only say what would be done."""
+    root = _root(store)
+    with nullcontext() if dry_run else Store(root, {}).lock(lock_wait):
+        plan, rewrite = _plan(root, adopt_unpublished)
+        if rewrite and not dry_run:
+            _apply(plan)
+    tables = _tables(plan.manifest() if rewrite else read_manifest(root)[0])
+    settings = {"dry_run": dry_run, "adopt_unpublished": adopt_unpublished}
+    return StoreRepair(root, tuple(plan.changes if rewrite else ()), tables, dry_run, settings=settings, inputs={"files": [], "store": str(root)})
