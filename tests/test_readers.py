@@ -129,7 +129,11 @@ def test_json_array_records_numbered_and_non_objects_quarantined(tmp_path):
     assert set(rejected["reason"]) == {"unparseable"}
 
 
-@pytest.mark.parametrize(("content", "message"), [(b"[{", "not valid JSON"), (b'[{"a": "\xff"}]', "not UTF-8"), (b'"x"', "JSON array")])
+@pytest.mark.parametrize(("content", "message"), [
+    (b"[{", "not valid JSON"), (b'[{"a": "\xff"}]', "not UTF-8"), (b'"x"', "JSON array"),
+    (b'{"a": 1}\n{"a": 2}\n', "it looks like JSON lines: use --input-format jsonl"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+])
 def test_json_array_that_cannot_be_parsed_whole_is_an_input_error(tmp_path, content, message):
     path = tmp_path / "v.json"
     path.write_bytes(content)
