@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 import polars as pl
 
-from arena_cli.errors import InputError, NoDataError
+from arena_cli.errors import InputError, NoDataError, RejectedRowsError
 from arena_cli.io.battles import Loaded, collect_parts, filter_frame
 from arena_cli.io.options import LOCK_WAIT, BattleFilter, FeatureOptions, InputOptions, Source
 from arena_cli.models.options import DEFAULT_TOP_K, DEFAULT_VARIANTS, WORKERS, CIMethod, FitOptions
@@ -347,7 +347,7 @@ def ingest(
     quarantine with their reason. One atomic publish: all files or none. ``on_source(file, rows read)``
     reports progress."""
     from arena_cli.io.ingest import check_sources, ingest_to_store
-    from arena_cli.io.results import source_notes
+    from arena_cli.io.results import SourceSummary, source_notes
     from arena_cli.io.store import Store
 
     LOCK_WAIT.check(lock_wait)
@@ -355,14 +355,22 @@ def ingest(
     source = Source(tuple(paths), Path(store) if store is not None else None, input or InputOptions())
     check_sources(paths, source.input)  # a typo in a path or option must not leave an empty store behind
     target = Store.open(source.store_path, create=True)
-    summaries = ingest_to_store(
-        target, paths, source.input, strict=strict, lock_wait=lock_wait,
-        on_batch=(lambda s: on_source(s.source, s.rows_read)) if on_source else None,
-    )
-    return IngestReport(
-        store=target.root, summaries=tuple(summaries), settings={"strict": strict, **source.input.as_meta()},
-        inputs={"files": [str(p) for p in paths], "store": str(target.root)}, warnings=source_notes(summaries),
-    )
+
+    def report(summaries: Sequence[SourceSummary], *notes: str) -> IngestReport:
+        return IngestReport(
+            store=target.root, summaries=tuple(summaries), settings={"strict": strict, **source.input.as_meta()},
+            inputs={"files": [str(p) for p in paths], "store": str(target.root)}, warnings=(*notes, *source_notes(summaries)),
+        )
+
+    try:
+        summaries = ingest_to_store(
+            target, paths, source.input, strict=strict, lock_wait=lock_wait,
+            on_batch=(lambda s: on_source(s.source, s.rows_read)) if on_source else None,
+        )
+    except RejectedRowsError as error:
+        error.report = report(error.summaries, str(error))
+        raise
+    return report(summaries)
 
 
 def compute_features(

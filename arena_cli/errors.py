@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Any
 
 
 class ExitCode(IntEnum):
@@ -44,7 +45,12 @@ class InputError(ArenaError):
 
 
 class RejectedRowsError(ArenaError):
+    """``--strict`` refused a run. ``summaries`` (what each source's rows were) and ``report`` (the API's
+    summary of the run) let a script that asked for the summary get it even then."""
+
     exit_code = ExitCode.REJECTED
+    summaries: tuple[Any, ...] = ()
+    report: object = None
 
 
 class StoreLockedError(ArenaError):

@@ -102,6 +102,15 @@ def test_strict_exits_4_and_changes_nothing(tmp_path, votes):
     assert (store / MANIFEST).read_bytes() == manifest
 
 
+def test_a_refused_strict_run_still_prints_its_summary(tmp_path, votes):
+    result = arena("ingest", votes, "--store", tmp_path / "s", "--strict", "-f", "json")
+    assert result.exit_code == 4 and not (tmp_path / "s").exists()
+    document = json.loads(result.stdout)
+    (source,) = document["tables"]["sources"]
+    assert source["stored"] == 0 and source["quarantined"] == 2 and source["rows_read"] > 2
+    assert any(w.startswith("--strict: 2 row(s) rejected") and "not stored either" in w for w in document["meta"]["warnings"])
+
+
 def test_lock_held_elsewhere_exits_5(tmp_path, votes):
     store = tmp_path / "s"
     with Store.open(store, create=True).lock():

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from arena_cli.commands.options import LockWaitOption, StoreOption, WhereOption, filter_options, input_option_group, source_options
 from arena_cli.commands.output import Output, output_options, show, warn_all
 from arena_cli.io.options import BattleFilter, InputOptions, Source
+
+if TYPE_CHECKING:
+    from arena_cli.results import IngestReport
 
 
 class SummaryFormat(str, Enum):
@@ -29,19 +32,32 @@ def ingest_command(
 ) -> None:
     """Validate vote logs and add their new battles to the store; rejected rows go to its quarantine."""
     from arena_cli import api
-    from arena_cli.console import err_console, progress
+    from arena_cli.console import progress
+    from arena_cli.errors import RejectedRowsError
+    from arena_cli.results import IngestReport
 
-    with progress() as bar:
-        task = bar.add_task("ingesting", total=None)
-        report = api.ingest(sources, store, input=input, strict=strict, lock_wait=lock_wait,
-                            on_source=lambda name, rows: bar.update(task, description=f"ingesting {Path(name).name}", completed=rows))
+    try:
+        with progress() as bar:
+            task = bar.add_task("ingesting", total=None)
+            report = api.ingest(sources, store, input=input, strict=strict, lock_wait=lock_wait,
+                                on_source=lambda name, rows: bar.update(task, description=f"ingesting {Path(name).name}", completed=rows))
+    except RejectedRowsError as refused:  # the summary still says what the rows were; the error says the rest
+        if isinstance(refused.report, IngestReport):
+            _show_summary(refused.report, summary_format)
+        raise
+    _show_summary(report, summary_format)
+    warn_all(report.warnings)
+
+
+def _show_summary(report: IngestReport, summary_format: SummaryFormat) -> None:
+    """The summary table on stderr; with ``--format json`` its document on stdout too."""
+    from arena_cli.console import err_console
     from arena_cli.render import emit
     from arena_cli.render.document import OutputFormat
     from arena_cli.render.text import print_rich
 
     document = report.to_document()
     print_rich(document, err_console)
-    warn_all(report.warnings)
     if summary_format is SummaryFormat.json:
         emit(document, OutputFormat.json)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -71,9 +72,13 @@ def _ingest(store: Store, paths: list[Path], options: InputOptions, strict: bool
         rejected_all = pl.concat(rejected_parts) if rejected_parts else empty_quarantine()
         if strict and rejected_all.height:
             counts = Counter(rejected_all["reason"].to_list())
-            raise RejectedRowsError(
-                f"--strict: {rejected_all.height} row(s) rejected ({', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))}); the store is unchanged"
+            valid = sum(s.stored for s in summaries.values())
+            refused = RejectedRowsError(
+                f"--strict: {rejected_all.height} row(s) rejected ({', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))}); "
+                f"the store is unchanged (the {valid:,} valid new row(s) were not stored either)"
             )
+            refused.summaries = tuple(replace(s, stored=0) for s in summaries.values())
+            raise refused
         if pending:
             tx.add("battles", pl.concat(pending, how="diagonal_relaxed", rechunk=False))
         identity = ["source_file", "source_row", "reason", "raw"]

@@ -4,6 +4,7 @@ or, from a fast path that cannot finish, the slower path to take instead (:class
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -60,7 +61,7 @@ class IngestResult:
 REUSED_ID_SHARE = 0.05
 
 
-def source_notes(summaries: list[SourceSummary]) -> tuple[str, ...]:
+def source_notes(summaries: Sequence[SourceSummary]) -> tuple[str, ...]:
     """What a reader should know of its sources beyond the counts: empty ones, and ids that name prompts."""
     notes = []
     for s in summaries:
