@@ -403,9 +403,16 @@ def common_ranks(board: pl.DataFrame, common: Sequence[str], draws: ScoreDraws |
     })
 
 
-def leaderboard_changes(old: pl.DataFrame, new: pl.DataFrame, old_draws: ScoreDraws | None = None, new_draws: ScoreDraws | None = None) -> pl.DataFrame:
+def leaderboard_changes(
+    old: pl.DataFrame, new: pl.DataFrame, old_draws: ScoreDraws | None = None, new_draws: ScoreDraws | None = None, *, align_scores: bool = True,
+) -> pl.DataFrame:
     """One row per model of either leaderboard: ``status`` (kept, entered, left), old and new rank, rank
     interval, score and position, the score change and whether it is beyond the intervals.
+
+    Scores are compared on one scale (``align_scores``): a fit's scores are centred on the mean of the models
+    it ranks, so strong models entering lower every other score without anything having changed between the
+    models both boards have. The new scores less the mean change of those models (``score_offset``, the same
+    for every row) make a change mean something; boards pinned by the same anchor are on one scale already.
 
     Each leaderboard's own ranks are shown as they are; the rank change (``rank_change``, old minus new) and
     whether it is beyond the intervals (``rank_beyond_interval``) compare the ``common_rank_*`` columns: ranks
@@ -423,12 +430,14 @@ def leaderboard_changes(old: pl.DataFrame, new: pl.DataFrame, old_draws: ScoreDr
         .when(pl.col("rank_new").is_null()).then(pl.lit("left"))
         .otherwise(pl.lit("kept"))
     )
-    changes = paired.with_columns(
+    offset = paired.select((pl.col("score_new") - pl.col("score_base")).mean()).item() if align_scores and common else 0.0
+    changes = paired.with_columns(pl.lit(offset or 0.0, dtype=pl.Float64).alias("score_offset")).with_columns(
         status.alias("status"),
         (pl.col("common_rank_old") - pl.col("common_rank_new")).alias("rank_change"),
         _interval_disjoint("common_rank_lower_new", "common_rank_upper_new", "common_rank_lower_old", "common_rank_upper_old").alias("rank_beyond_interval"),
-        (pl.col("score_new") - pl.col("score_base")).alias("score_change"),
-        _interval_disjoint("score_lower_new", "score_upper_new", "score_lower_base", "score_upper_base").alias("score_beyond_interval"),
+        (pl.col("score_new") - pl.col("score_offset") - pl.col("score_base")).alias("score_change"),
+        ((pl.col("score_upper_new") - pl.col("score_offset") < pl.col("score_lower_base"))
+         | (pl.col("score_lower_new") - pl.col("score_offset") > pl.col("score_upper_base"))).alias("score_beyond_interval"),
     )
     rename = {f"{c}_base": f"{c}_old" for c in ("position", *COMPARED_COLUMNS) if c != "model"}
     changes = changes.rename(rename)
@@ -437,8 +446,8 @@ def leaderboard_changes(old: pl.DataFrame, new: pl.DataFrame, old_draws: ScoreDr
         "rank_old", "rank_lower_old", "rank_upper_old", "rank_new", "rank_lower_new", "rank_upper_new",
         "common_rank_old", "common_rank_lower_old", "common_rank_upper_old", "common_rank_new", "common_rank_lower_new", "common_rank_upper_new",
         "rank_change", "rank_beyond_interval",
-        "score_old", "score_lower_old", "score_upper_old", "score_new", "score_lower_new", "score_upper_new", "score_change", "score_beyond_interval",
-        "position_old", "position_new",
+        "score_old", "score_lower_old", "score_upper_old", "score_new", "score_lower_new", "score_upper_new", "score_offset", "score_change",
+        "score_beyond_interval", "position_old", "position_new",
     ]
     return changes.select(columns).sort(["position_new", "position_old", "model"], nulls_last=True)
 
@@ -550,6 +559,7 @@ class LeaderboardComparison:
             "models_new": changes["rank_new"].is_not_null().sum(),
             "common_models": kept.height,
             "common_ranks_from": self.common_ranks_from,
+            "score_offset": float(changes["score_offset"][0]) if changes.height else 0.0,
             "entered": changes.filter(pl.col("status") == "entered")["model"].to_list(),
             "left": changes.filter(pl.col("status") == "left")["model"].to_list(),
             "largest_rank_shift": int(kept.select(pl.col("rank_change").abs().max().fill_null(0)).item()) if kept.height else 0,
@@ -575,7 +585,8 @@ def compare_leaderboards(
 ) -> LeaderboardComparison:
     """Compare two leaderboards and evaluate the ``--fail-on`` gates on the result; rank changes are among the
     models both have, from the score draws when both sides come with them (see :func:`leaderboard_changes`)."""
-    changes = leaderboard_changes(old, new, old_draws, new_draws)
+    anchors = [(settings or {}).get(side, {}).get("anchor") for side in ("old", "new")]
+    changes = leaderboard_changes(old, new, old_draws, new_draws, align_scores=anchors[0] is None or anchors[0] != anchors[1])
     source = "score draws" if old_draws is not None and new_draws is not None else "saved rank ranges"
     return LeaderboardComparison(changes, evaluate_gates(gates, changes), old_label, new_label, dict(settings or {}), source)
 

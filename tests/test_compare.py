@@ -302,6 +302,29 @@ def test_models_entering_above_move_no_one(with_draws):
     assert result.summary()["common_ranks_from"] == ("score draws" if with_draws else "saved rank ranges")
 
 
+def test_scores_are_compared_on_one_scale():
+    """Strong newcomers lower every score of a mean-centred fit by the same amount without anything changing among
+    the models both boards have: score-shift stays quiet, the offset is reported; a real move still fires."""
+    import numpy as np
+
+    base = _draws(CENTRES)
+    old, _ = _board_from_draws(SIX, base)
+    entered = np.hstack([_draws([1400.0, 1350.0, 1300.0], seed=1), base])
+    recentred = entered - (entered.mean() - 1000.0)  # as a fit's mean-1000 gauge puts them
+    new, _ = _board_from_draws(["n1", "n2", "n3", *SIX], recentred)
+    gates = [compare.parse_gate("score-shift=1")]
+    result = compare.compare_leaderboards(old, new, gates)
+    assert result.failed == [] and result.summary()["score_offset"] == pytest.approx(-(entered.mean() - 1000.0))
+    assert result.changes.filter(pl.col("status") == "kept")["score_change"].abs().max() < 1e-9
+    moved = recentred.copy()
+    moved[:, -1] += 30.0
+    shifted = compare.compare_leaderboards(old, _board_from_draws(["n1", "n2", "n3", *SIX], moved)[0], gates)
+    assert shifted.failed == ["score-shift=1"] and "m6" in shifted.gates["models"].item()
+    anchored = {"old": {"anchor": {"model": "m1", "score": 1100.0}}, "new": {"anchor": {"model": "m1", "score": 1100.0}}}
+    pinned = compare.compare_leaderboards(old, new, gates, settings=anchored)  # one anchor: one scale already
+    assert pinned.summary()["score_offset"] == 0.0 and pinned.failed == ["score-shift=1"]
+
+
 @pytest.mark.parametrize("with_draws", [True, False], ids=["draws", "saved-ranges"])
 def test_a_real_shift_among_common_models_still_fires(with_draws):
     """m6 climbs from last to first among the six while a model leaves: the rank conditions fire for it."""

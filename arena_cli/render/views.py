@@ -200,7 +200,10 @@ def comparison_document(comparison: LeaderboardComparison) -> Document:
         f"the change of rank among the {n_common} models both leaderboards have, old - new (models that entered or "
         f"left move no one; rank ranges among them from the {comparison.common_ranks_from}; JSON and CSV: common_rank_*)"
     )
-    notes = (f"Δ rank: {change}; + = the model climbs. Bold (* in plain text): beyond the intervals (the old and new intervals do not overlap).",)
+    offset = comparison.summary()["score_offset"]
+    aligned = (f"Δ score: new - old after shifting the new board by {-offset:+.1f} points, so that the models both boards "
+               f"have keep their mean score (models that entered or left move no score)",) if abs(offset) >= 0.05 else ()
+    notes = (f"Δ rank: {change}; + = the model climbs. Bold (* in plain text): beyond the intervals (the old and new intervals do not overlap).", *aligned)
     tables = (
         Table("changes", comparison.changes, f"{comparison.old_label} → {comparison.new_label}", digits, notes, layout),
         Table("gates", comparison.gates, "--fail-on conditions"),
