@@ -65,6 +65,7 @@ BATTLE_SCHEMA: dict[str, pl.DataType] = {
     "model_a": pl.String(),
     "model_b": pl.String(),
     "outcome": pl.String(),          # one of OUTCOMES
+    "weight": pl.Float64(),          # how much the vote counts: a finite number >= 0 (default 1)
     "timestamp": pl.Datetime("us", "UTC"),
     "judge": pl.String(),            # voter / worker id
     "question_id": pl.String(),
@@ -80,8 +81,20 @@ BATTLE_SCHEMA: dict[str, pl.DataType] = {
     "content_hash": pl.String(),     # hash of the vote's content: tells an exact duplicate from a conflicting one
 }
 
-REQUIRED: tuple[str, ...] = ("battle_id", "model_a", "model_b", "outcome", "source_file", "source_row", "content_hash")
+REQUIRED: tuple[str, ...] = ("battle_id", "model_a", "model_b", "outcome", "weight", "source_file", "source_row", "content_hash")
 CANONICAL: tuple[str, ...] = tuple(BATTLE_SCHEMA)
+
+#: Values a source may leave out: a vote without a weight counts once. A field at its default is hashed as
+#: absent (see :func:`arena_cli.io.duplicates.content_text`), so a log that gains the column keeps its ids.
+DEFAULTS: dict[str, float] = {"weight": 1.0}
+
+
+def vote_weight(schema: pl.Schema) -> pl.Expr:
+    """Each battle's weight as Float64: 1 where it has none (a store written before weights, or a frame
+    without the column)."""
+    if "weight" not in schema:
+        return pl.lit(DEFAULTS["weight"], dtype=pl.Float64)
+    return pl.col("weight").cast(pl.Float64).fill_null(DEFAULTS["weight"])
 
 
 class QuarantineReason(str, Enum):
@@ -115,9 +128,11 @@ def empty_quarantine() -> pl.DataFrame:
 
 
 def conform(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
-    """Give a frame (or a query) every canonical column with its canonical type and order, extras kept after them."""
+    """Give a frame (or a query) every canonical column with its canonical type and order, extras kept after them;
+    a field with a default (:data:`DEFAULTS`) has it wherever it is absent."""
     schema = frame.collect_schema()
-    missing = [pl.lit(None, dtype=t).alias(c) for c, t in BATTLE_SCHEMA.items() if c not in schema]
+    missing = [pl.lit(DEFAULTS.get(c), dtype=t).alias(c) for c, t in BATTLE_SCHEMA.items() if c not in schema]
     casts = {c: t for c, t in BATTLE_SCHEMA.items() if c in schema and schema[c] != t}
+    defaults = [pl.col(c).fill_null(v) for c, v in DEFAULTS.items() if c in schema]
     extras = [c for c in schema if c not in BATTLE_SCHEMA]
-    return frame.with_columns(missing).cast(casts).select([*CANONICAL, *extras])
+    return frame.with_columns(missing).cast(casts).with_columns(defaults).select([*CANONICAL, *extras])

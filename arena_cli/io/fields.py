@@ -51,6 +51,12 @@ def parse_count(col: str, dtype: pl.DataType) -> pl.Expr:
     return parse_integer(col, dtype, pl.Int64)
 
 
+def parse_weight(col: str, dtype: pl.DataType) -> pl.Expr:
+    """A vote's weight: a finite number >= 0 (null otherwise: a negative, NaN or infinite weight is no weight)."""
+    number = pl.col(col).cast(pl.Float64, strict=False) if dtype.is_numeric() else pl.col(col).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    return pl.when(number.is_finite() & (number >= 0)).then(number)
+
+
 def parse_boolean(col: str, dtype: pl.DataType) -> pl.Expr:
     if dtype == pl.Boolean:
         return pl.col(col)

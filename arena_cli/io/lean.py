@@ -22,7 +22,7 @@ from arena_cli.schema import META_COLUMNS
 FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
 
 #: Fields whose values can reject a row: a lean read reads and checks them even when it keeps none of them.
-VALIDATED = ("model_a", "model_b", "outcome", "timestamp", "turn", "anony", "conversation_a", "conversation_b", "conv_metadata", *META_COLUMNS)
+VALIDATED = ("model_a", "model_b", "outcome", "weight", "timestamp", "turn", "anony", "conversation_a", "conversation_b", "conv_metadata", *META_COLUMNS)
 #: Columns that only a full read computes (a lean read is refused when any is asked for).
 IDENTITY = ("battle_id", "content_hash", "source_file", "source_row")
 

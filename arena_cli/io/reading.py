@@ -16,7 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
-from arena_cli.io.canonical import align, canonicalize, raw_of
+from arena_cli.io.canonical import align, canonicalize, numeric_extras, raw_of
 from arena_cli.io.dialects import Plan, check_sources, container_for, plan_for
 from arena_cli.io.duplicates import NO_BATTLES, NO_OCCURRENCES, add_hashes, conflict_rows, seen_keys, split_duplicates
 from arena_cli.io.lean import IDENTITY, LeanIds, LeanParquet, lean_parquet, lean_plan, select_wanted
@@ -96,6 +96,7 @@ def stream(paths: list[Path], options: InputOptions, seen: pl.DataFrame) -> Iter
     labels = check_sources(paths, options)
     for path in paths:
         occurrences = NO_OCCURRENCES
+        text = _is_text(Path(path), options)
         for summary, rows, accepted, rejected in _validated(Path(path), options, labels):
             if rows is not None:
                 accepted, occurrences = add_hashes(accepted, occurrences)
@@ -104,7 +105,7 @@ def stream(paths: list[Path], options: InputOptions, seen: pl.DataFrame) -> Iter
                 conflicted = conflict_rows(conflicts, partial(raw_of, rows))
                 summary.quarantined.update(conflicted["reason"].to_list())
                 rejected = pl.concat([rejected, conflicted])
-                accepted = conform(accepted)
+                accepted = conform(numeric_extras(accepted) if text else accepted)
                 seen = pl.concat([seen, seen_keys(accepted)])
                 summary.stored += accepted.height
             yield summary, accepted, rejected
@@ -138,13 +139,15 @@ def read_lean(
     quarantine: list[pl.DataFrame] = []
     summaries: dict[str, SourceSummary] = {}
     for number, path in enumerate(paths):
+        text = _is_text(Path(path), options)
         for summary, rows, accepted, rejected in _validated(Path(path), options, labels, columns):
             summaries[summary.source] = summary
             if rows is not None:
                 if not lean_ids.add(number, accepted["battle_id"]):
                     return ReadPath.FULL
                 summary.stored += accepted.height
-            battles.append(map_batch(select_wanted(conform(accepted) if rows is not None else empty_battles(), columns)))
+                accepted = conform(numeric_extras(accepted) if text else accepted)
+            battles.append(map_batch(select_wanted(accepted if rows is not None else empty_battles(), columns)))
             if rejected.height:
                 quarantine.append(rejected)
     if not lean_ids.settled():
@@ -184,6 +187,11 @@ def _validated(
         yield summary, rows, accepted, pl.concat([raw.rejected, invalid])
     if not batches:
         yield summary, None, pl.DataFrame(), empty_quarantine()
+
+
+def _is_text(path: Path, options: InputOptions) -> bool:
+    """Whether a source's container gives its scalars as text (all but parquet), numbers included."""
+    return container_for(path, options) != "parquet"
 
 
 def _collected(frame: Frame) -> pl.DataFrame:
