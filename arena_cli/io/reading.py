@@ -146,8 +146,8 @@ def read_lean(
                 if not lean_ids.add(number, accepted["battle_id"]):
                     return ReadPath.FULL
                 summary.stored += accepted.height
-                accepted = conform(numeric_extras(accepted) if text else accepted)
-            battles.append(map_batch(select_wanted(accepted if rows is not None else empty_battles(), columns)))
+                accepted = numeric_extras(accepted) if text else accepted
+            battles.append(map_batch(select_wanted(conform(accepted) if rows is not None else empty_battles(), columns)))
             if rejected.height:
                 quarantine.append(rejected)
     if not lean_ids.settled():
