@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sim_battles import simulate
 
 from arena_cli import fit
@@ -52,6 +54,30 @@ def test_integer_weights_give_the_point_estimates_of_duplicated_votes(weighted, 
     """Frequency semantics for the point estimate: the objective, the standardisation of style terms, the pair
     frequencies of --reweight and the ridge penalty's scale all count a vote of weight w as w votes."""
     assert_same_fit(fit(weighted, ci="none", **options), fit(duplicated(weighted), ci="none", **options))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.sampled_from(["model_a", "model_b", "tie"]), st.integers(0, 3)), min_size=1, max_size=40),
+       st.sampled_from(["half", "davidson"]))
+def test_any_integer_weights_are_duplicated_votes(votes, ties):
+    """Whatever the comparison graph (models left out for having no finite score, weights of 0), the weighted
+    fit is the fit of the duplicated votes, or both fail alike."""
+    from arena_cli.errors import ArenaError
+
+    frame = pl.DataFrame(
+        [{"model_a": f"m{a}", "model_b": f"m{b}", "outcome": o, "weight": float(w)} for a, b, o, w in votes],
+        schema={"model_a": pl.String, "model_b": pl.String, "outcome": pl.String, "weight": pl.Float64},
+    )
+    outcomes = []
+    for battles in (frame, duplicated(frame)):
+        try:
+            outcomes.append(fit(battles, ci="none", min_battles=1, ties=ties))
+        except ArenaError as error:
+            outcomes.append(type(error))
+    if isinstance(outcomes[0], type) or isinstance(outcomes[1], type):
+        assert outcomes[0] == outcomes[1]
+    else:
+        assert_same_fit(*outcomes, tol=1e-7)
 
 
 def test_the_statsmodels_solver_honours_weights(weighted):
@@ -191,3 +217,13 @@ def test_weights_of_a_library_frame_are_checked(weighted):
         fit(weighted.with_columns(pl.lit("x").alias("weight")), ci="none")
     nulls = weighted.with_columns(pl.lit(None, dtype=pl.Float64).alias("weight"))
     assert fit(nulls, ci="none").leaderboard.equals(fit(weighted.drop("weight"), ci="none").leaderboard)
+
+
+def test_davidson_on_ties_only_is_an_input_error():
+    """Only ties (weighted or not): ν has no finite estimate, an input error rather than a failed fit."""
+    from arena_cli.errors import InputError
+
+    ties = pl.DataFrame({"model_a": ["a", "b"], "model_b": ["b", "a"], "outcome": ["tie", "tie"], "weight": [1.0, 2.0]})
+    for battles in (ties, ties.drop("weight")):
+        with pytest.raises(InputError, match="every battle is a tie"):
+            fit(battles, ties="davidson", ci="none", min_battles=1)

@@ -450,6 +450,8 @@ def prepare(battles: Battles, options: FitOptions) -> Prepared:
         )
     if options.ties is Ties.davidson and not np.any(outcome == TIE):
         raise InputError("--ties davidson: these battles have no ties, so the tie parameter cannot be estimated")
+    if options.ties is Ties.davidson and np.all(outcome == TIE):
+        raise InputError("--ties davidson: every battle is a tie, so the tie parameter has no finite estimate")
 
     X, feature_names = _finish_features(X, list(terms), options.normalize, warnings, None if weight is None else count * weight)
     if cluster is not None:
