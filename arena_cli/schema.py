@@ -1,7 +1,8 @@
 """The canonical battle schema: one row per vote, the single contract between ingest and everything after it.
 
 Every reader turns its input into frames of exactly these columns (plus any unknown extra columns of
-the source, kept as they are); the store, the feature extractor and the fit read nothing else.
+the source, kept as they are, numbers of text logs as numbers); the store, the feature extractor and the fit
+read nothing else.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from enum import Enum
 
 import polars as pl
+
+from arena_cli.errors import InputError
 
 #: A table or one part of it, read or to be read.
 Frame = pl.DataFrame | pl.LazyFrame
@@ -91,9 +94,11 @@ DEFAULTS: dict[str, float] = {"weight": 1.0}
 
 def vote_weight(schema: pl.Schema) -> pl.Expr:
     """Each battle's weight as Float64: 1 where it has none (a store written before weights, or a frame
-    without the column)."""
+    without the column). Battles read by arena-cli have valid weights; a caller's frame may have any column."""
     if "weight" not in schema:
         return pl.lit(DEFAULTS["weight"], dtype=pl.Float64)
+    if not (schema["weight"].is_numeric() or schema["weight"] == pl.Null):
+        raise InputError(f"battle weights must be numbers; the 'weight' column is {schema['weight']}")
     return pl.col("weight").cast(pl.Float64).fill_null(DEFAULTS["weight"])
 
 

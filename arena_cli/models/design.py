@@ -255,8 +255,6 @@ class Encoder:
                 raise InputError(f"battles have no {column!r} column (columns: {', '.join(schema)})")
         if options.cluster and options.cluster not in schema:
             raise InputError(f"--cluster {options.cluster!r}: no such column (columns: {', '.join(schema)})")
-        if WEIGHT in schema and not (schema[WEIGHT].is_numeric() or schema[WEIGHT] == pl.Null):
-            raise InputError(f"battle weights must be numbers; the {WEIGHT!r} column is {schema[WEIGHT]}")
         style, unusable = _style_exprs(schema, self.terms)
         return frame.select(
             # global categories: a model has the same code in both columns and every part, so each name is hashed once
