@@ -37,7 +37,9 @@ def sandwich(
 
     J is the negative Hessian of the objective; B the outer products of the per-battle estimating functions
     (per-cluster sums with ``cluster``), centred so that a ridge penalty's non-zero mean score is removed.
-    Aggregated rows contribute count × the outer product of their common per-battle score.
+    A battle's estimating function is its score times its weight (vote weight × reweighting factor): a vote
+    of weight 3 is one observation, not three, so B takes weight² (statsmodels' GLM ``var_weights`` with HC0,
+    not ``freq_weights``). Aggregated rows contribute count × the outer product of their common score.
 
     ``arena_rank=True`` reproduces arena-rank 0.1.1's formula instead (for ``--compat arena-rank``): its J
     leaves the ridge penalty out and adds 1e-5 per battle to the whole diagonal, and its centring term is
