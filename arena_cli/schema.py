@@ -94,12 +94,21 @@ DEFAULTS: dict[str, float] = {"weight": 1.0}
 
 def vote_weight(schema: pl.Schema) -> pl.Expr:
     """Each battle's weight as Float64: 1 where it has none (a store written before weights, or a frame
-    without the column). Battles read by arena-cli have valid weights; a caller's frame may have any column."""
+    without the column). Text is read as numbers, NaN where it is none: a store written before weights were
+    a field kept a log's ``weight`` column as text. Battles ingested since have valid weights; the fit checks
+    the others."""
     if "weight" not in schema:
         return pl.lit(DEFAULTS["weight"], dtype=pl.Float64)
-    if not (schema["weight"].is_numeric() or schema["weight"] == pl.Null):
-        raise InputError(f"battle weights must be numbers; the 'weight' column is {schema['weight']}")
-    return pl.col("weight").cast(pl.Float64).fill_null(DEFAULTS["weight"])
+    dtype = schema["weight"]
+    if dtype == pl.String:
+        text = pl.col("weight").str.strip_chars().replace("", None)
+        number = text.cast(pl.Float64, strict=False)
+        value = pl.when(text.is_not_null() & number.is_null()).then(float("nan")).otherwise(number)
+    elif dtype.is_numeric() or dtype == pl.Null:
+        value = pl.col("weight").cast(pl.Float64)
+    else:
+        raise InputError(f"battle weights must be numbers; the 'weight' column is {dtype}")
+    return value.fill_null(DEFAULTS["weight"])
 
 
 class QuarantineReason(str, Enum):

@@ -215,8 +215,10 @@ def test_weights_of_a_library_frame_are_checked(weighted):
 
     with pytest.raises(InputError, match="finite numbers >= 0"):
         fit(weighted.with_columns(pl.lit(-1.0).alias("weight")), ci="none")
-    with pytest.raises(InputError, match="must be numbers"):
+    with pytest.raises(InputError, match="finite numbers >= 0"):
         fit(weighted.with_columns(pl.lit("x").alias("weight")), ci="none")
+    with pytest.raises(InputError, match="must be numbers"):
+        fit(weighted.with_columns(pl.lit(True).alias("weight")), ci="none")
     nulls = weighted.with_columns(pl.lit(None, dtype=pl.Float64).alias("weight"))
     assert fit(nulls, ci="none").leaderboard.equals(fit(weighted.drop("weight"), ci="none").leaderboard)
 

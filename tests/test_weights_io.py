@@ -97,6 +97,21 @@ def test_a_store_without_weights_reads_them_as_one(tmp_path):
     assert info["meta"]["overview"]["total_weight"] == 600 + 5 * 2
 
 
+def test_a_store_that_kept_a_weight_column_as_text_reads_it_as_numbers(tmp_path):
+    """Before weights were a field, a log's weight column was an extra column, stored as text."""
+    frame, _ = simulate(600, 4, seed=3)
+    weights = np.random.default_rng(0).integers(1, 4, frame.height).astype(float)
+    old = conform(frame.with_columns(pl.lit("old.jsonl").alias("source_file"), pl.int_range(1, pl.len() + 1).alias("source_row"))).drop("weight")
+    old = old.with_columns(pl.Series("weight", [f"{w:g}" for w in weights]))
+    store = Store.open(tmp_path / "store", create=True)
+    with store.write() as tx:
+        tx.add("battles", old)
+    assert store.read("battles", ["weight"]).schema["weight"] == pl.String
+    fitted = json.loads(run("fit", "-s", store.root, "--ci", "none", "-f", "json").stdout)
+    direct = json.loads(run("fit", write_frame(frame.with_columns(pl.Series("weight", weights)), tmp_path / "v.parquet"), "--ci", "none", "-f", "json").stdout)
+    assert fitted["tables"] == direct["tables"] and fitted["meta"]["settings"]["total_weight"] == weights.sum()
+
+
 def write_frame(frame: pl.DataFrame, path):
     frame.write_parquet(path)
     return path
