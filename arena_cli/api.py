@@ -42,7 +42,7 @@ Data = Union[Source, str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[s
 Progress = Callable[[int, int], None]
 
 #: Columns a summary of battles describes (``arena info`` and the report's data section).
-SUMMARY_COLUMNS = ("model_a", "model_b", "outcome", "timestamp", "language")
+SUMMARY_COLUMNS = ("model_a", "model_b", "outcome", "weight", "timestamp", "language")
 
 
 # -------------------------------------------------------------------------------------------- helpers

@@ -7,6 +7,7 @@ from datetime import datetime
 import polars as pl
 
 from arena_cli.results import Summary
+from arena_cli.schema import vote_weight
 
 
 def store_context(store) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -22,15 +23,21 @@ def store_context(store) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 
 def summarize(battles: pl.DataFrame, quarantine: pl.DataFrame | None = None, features: pl.DataFrame | None = None) -> Summary:
-    """A summary of ``battles`` (and of the quarantine and cached features, when known)."""
+    """A summary of ``battles`` (and of the quarantine and cached features, when known). When some vote weighs
+    other than 1, the total vote weight is given next to each count of battles (``weight``, ``total_weight``)."""
+    weight = vote_weight(battles.schema)
+    weighted = not battles.select((weight == 1.0).all()).item()
+    battles = battles.with_columns(weight.alias("__weight"))
+    weights = [pl.col("__weight").sum().alias("weight")] if weighted else []
     per_side = pl.concat([
-        battles.select(pl.col("model_a").alias("model"), pl.col("outcome").replace_strict({"model_a": "win", "model_b": "loss"}, default=pl.col("outcome"))),
-        battles.select(pl.col("model_b").alias("model"), pl.col("outcome").replace_strict({"model_b": "win", "model_a": "loss"}, default=pl.col("outcome"))),
+        battles.select(pl.col("model_a").alias("model"), pl.col("outcome").replace_strict({"model_a": "win", "model_b": "loss"}, default=pl.col("outcome")), "__weight"),
+        battles.select(pl.col("model_b").alias("model"), pl.col("outcome").replace_strict({"model_b": "win", "model_a": "loss"}, default=pl.col("outcome")), "__weight"),
     ])
     models = (
         per_side.group_by("model")
         .agg(
             pl.len().alias("battles"),
+            *weights,
             (pl.col("outcome") == "win").sum().alias("wins"),
             (pl.col("outcome") == "loss").sum().alias("losses"),
             (pl.col("outcome") == "tie").sum().alias("ties"),
@@ -38,17 +45,20 @@ def summarize(battles: pl.DataFrame, quarantine: pl.DataFrame | None = None, fea
         )
         .sort(["battles", "model"], descending=[True, False])
     )
-    outcomes = battles.group_by("outcome").agg(pl.len().alias("battles")).sort("outcome").with_columns(
+    outcomes = battles.group_by("outcome").agg(pl.len().alias("battles"), *weights).sort("outcome").with_columns(
         (pl.col("battles") / battles.height).round(4).alias("share")
     )
-    overview: dict[str, int | str | None] = {"battles": battles.height, "models": models.height, "first": None, "last": None}
+    overview: dict[str, int | float | str | None] = {"battles": battles.height}
+    if weighted:
+        overview["total_weight"] = round(float(battles["__weight"].sum()), 6)
+    overview.update({"models": models.height, "first": None, "last": None})
     if "timestamp" in battles.columns and battles["timestamp"].is_not_null().any():
         first, last = battles["timestamp"].min(), battles["timestamp"].max()
         if isinstance(first, datetime) and isinstance(last, datetime):
             overview["first"], overview["last"] = first.isoformat(), last.isoformat()
     languages = None
     if "language" in battles.columns and battles["language"].is_not_null().any():
-        languages = battles.group_by("language").agg(pl.len().alias("battles")).sort(["battles", "language"], descending=[True, False])
+        languages = battles.group_by("language").agg(pl.len().alias("battles"), *weights).sort(["battles", "language"], descending=[True, False])
     reasons = None
     if quarantine is not None:
         reasons = quarantine.group_by("reason").agg(pl.len().alias("rows")).sort("reason") if quarantine.height else pl.DataFrame(schema={"reason": pl.String, "rows": pl.UInt32})

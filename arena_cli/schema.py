@@ -1,7 +1,8 @@
 """The canonical battle schema: one row per vote, the single contract between ingest and everything after it.
 
 Every reader turns its input into frames of exactly these columns (plus any unknown extra columns of
-the source, kept as they are); the store, the feature extractor and the fit read nothing else.
+the source, kept as they are, numbers of text logs as numbers); the store, the feature extractor and the fit
+read nothing else.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from enum import Enum
 from typing import Any, TypeVar
 
 import polars as pl
+
+from arena_cli.errors import InputError
 
 #: A table or one part of it, read or to be read.
 Frame = pl.DataFrame | pl.LazyFrame
@@ -68,6 +71,7 @@ BATTLE_SCHEMA: dict[str, pl.DataType] = {
     "model_a": pl.String(),
     "model_b": pl.String(),
     "outcome": pl.String(),          # one of OUTCOMES
+    "weight": pl.Float64(),          # how much the vote counts: a finite number >= 0 (default 1)
     "timestamp": pl.Datetime("us", "UTC"),
     "judge": pl.String(),            # voter / worker id
     "question_id": pl.String(),
@@ -83,8 +87,31 @@ BATTLE_SCHEMA: dict[str, pl.DataType] = {
     "content_hash": pl.String(),     # hash of the vote's content: tells an exact duplicate from a conflicting one
 }
 
-REQUIRED: tuple[str, ...] = ("battle_id", "model_a", "model_b", "outcome", "source_file", "source_row", "content_hash")
+REQUIRED: tuple[str, ...] = ("battle_id", "model_a", "model_b", "outcome", "weight", "source_file", "source_row", "content_hash")
 CANONICAL: tuple[str, ...] = tuple(BATTLE_SCHEMA)
+
+#: Values a source may leave out: a vote without a weight counts once. A field at its default is hashed as
+#: absent (see :func:`arena_cli.io.duplicates.content_text`), so a log that gains the column keeps its ids.
+DEFAULTS: dict[str, float] = {"weight": 1.0}
+
+
+def vote_weight(schema: pl.Schema) -> pl.Expr:
+    """Each battle's weight as Float64: 1 where it has none (a store written before weights, or a frame
+    without the column). Text is read as numbers, NaN where it is none: a store written before weights were
+    a field kept a log's ``weight`` column as text. Battles ingested since have valid weights; the fit checks
+    the others."""
+    if "weight" not in schema:
+        return pl.lit(DEFAULTS["weight"], dtype=pl.Float64)
+    dtype = schema["weight"]
+    if dtype == pl.String:
+        text = pl.col("weight").str.strip_chars().replace("", None)
+        number = text.cast(pl.Float64, strict=False)
+        value = pl.when(text.is_not_null() & number.is_null()).then(float("nan")).otherwise(number)
+    elif dtype.is_numeric() or dtype == pl.Null:
+        value = pl.col("weight").cast(pl.Float64)
+    else:
+        raise InputError(f"battle weights must be numbers; the 'weight' column is {dtype}")
+    return value.fill_null(DEFAULTS["weight"])
 
 
 class QuarantineReason(str, Enum):
@@ -118,9 +145,11 @@ def empty_quarantine() -> pl.DataFrame:
 
 
 def conform(frame: FrameT) -> FrameT:
-    """Give a frame (or a query) every canonical column with its canonical type and order, extras kept after them."""
+    """Give a frame (or a query) every canonical column with its canonical type and order, extras kept after them;
+    a field with a default (:data:`DEFAULTS`) has it wherever it is absent."""
     schema = frame.collect_schema()
-    missing = [pl.lit(None, dtype=t).alias(c) for c, t in BATTLE_SCHEMA.items() if c not in schema]
+    missing = [pl.lit(DEFAULTS.get(c), dtype=t).alias(c) for c, t in BATTLE_SCHEMA.items() if c not in schema]
     casts: dict[Any, pl.DataType] = {c: t for c, t in BATTLE_SCHEMA.items() if c in schema and schema[c] != t}
+    defaults = [pl.col(c).fill_null(v) for c, v in DEFAULTS.items() if c in schema]
     extras: list[str] = [c for c in schema if c not in BATTLE_SCHEMA]
-    return frame.with_columns(missing).cast(casts).select([*CANONICAL, *extras])
+    return frame.with_columns(missing).cast(casts).with_columns(defaults).select([*CANONICAL, *extras])

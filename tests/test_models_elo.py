@@ -108,7 +108,7 @@ def test_bootstrap_rounds_are_fastchats_resamples(log):
     battles = D.prepare(log, ELO)
     score_a = battles.outcome / D.A_WINS
     elo = OnlineElo()
-    draws = _resampled_ratings((elo, battles.a, battles.b, score_a, battles.n_models, 42), range(3))
+    draws = _resampled_ratings((elo, battles.a, battles.b, score_a, elo.k_per_vote(battles.n_rows, None), battles.n_models, 42), range(3))
     rows = list(zip(battles.a.tolist(), battles.b.tolist(), np.array(["model_b", "tie", "model_a"])[battles.outcome].tolist()))
     for r in range(3):
         picks = np.random.default_rng([42, 2, r]).integers(0, battles.a.size, battles.a.size)
@@ -138,7 +138,7 @@ def test_a_model_missing_from_a_resample_has_no_rating_there():
 def test_order_is_kept_only_for_a_method_that_needs_it(log):
     assert rating_method(Method.elo).needs_order and not rating_method(Method.bradley_terry).needs_order
     assert "timestamp" in D.Encoder(ELO).columns and "timestamp" not in D.Encoder(FitOptions()).columns
-    assert D.Encoder(FitOptions(style="length,sentiment", cluster="judge")).columns == ("model_a", "model_b", "outcome", "judge", "sentiment")
+    assert D.Encoder(FitOptions(style="length,sentiment", cluster="judge")).columns == ("model_a", "model_b", "outcome", "weight", "judge", "sentiment")
     plain = D.prepare(log, FitOptions(min_battles=1))
     assert plain.vote_order is None and plain.n_rows < plain.n_battles  # aggregated by pair and outcome
     ordered = D.prepare(log, ELO)

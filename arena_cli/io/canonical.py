@@ -25,6 +25,7 @@ from arena_cli.io.fields import (
     parse_text,
     parse_timestamp,
     parse_turn,
+    parse_weight,
     typed_conversation,
     whole_number,
 )
@@ -34,6 +35,7 @@ from arena_cli.schema import BATTLE_SCHEMA, CONVERSATION, META_COLUMNS, QUARANTI
 
 #: What a typed field must be, said when a row's value is not (counts: :data:`COUNT`).
 WANTED = {
+    "weight": "not a valid weight (a finite number >= 0)",
     "timestamp": "not a valid timestamp (unix seconds or milliseconds, or ISO 8601 text)",
     "turn": "not a valid turn (a whole number from 0 to 2^31-1)",
     "anony": "not a valid anony (true/false, 1/0, yes/no)",
@@ -46,12 +48,12 @@ Check = tuple[str, pl.Expr, str | None, str]
 
 
 def field_exprs(schema: pl.Schema, col: dict[str, str], extras: Sequence[str] = ()) -> tuple[dict[str, pl.Expr], list[Check]]:
-    """The typed fields (timestamp, turn, anony, counts) and plain text fields (judge, question_id, language,
+    """The typed fields (weight, timestamp, turn, anony, counts) and plain text fields (judge, question_id, language,
     category) a plan maps, as expressions on the source columns, with the wrong-type check of each typed one;
     and the checks of the ``extras`` that hold precomputed style features (see :func:`feature_checks`)."""
     out: dict[str, pl.Expr] = {}
     bad: list[Check] = feature_checks(schema, extras)
-    parsers = {"timestamp": parse_timestamp, "turn": parse_turn, "anony": parse_boolean, **{c: parse_count for c in META_COLUMNS}}
+    parsers = {"weight": parse_weight, "timestamp": parse_timestamp, "turn": parse_turn, "anony": parse_boolean, **{c: parse_count for c in META_COLUMNS}}
     for name, parse in parsers.items():
         if name in col:
             out[name] = parse(col[name], schema[col[name]])
@@ -93,6 +95,35 @@ def extra_exprs(schema: pl.Schema, plan: Plan) -> dict[str, pl.Expr]:
         # batch read line by line gives text), and store parts must agree on each column's type.
         extras[target] = json_text(pl.col(name)) if schema[name].is_nested() else pl.col(name)
     return extras
+
+
+def numeric_extras(frame: pl.DataFrame) -> pl.DataFrame:
+    """Extras read as text (JSON, CSV) whose values are all numbers, or absent, as numbers: Int64 when every
+    value is an integer, else Float64; so a covariate column of a text log is as numeric as a parquet one.
+    Digits that no Int64 holds as written (a leading zero, too many digits: ids, codes) keep a column text.
+
+    Applied to battles once they are hashed (hashes take extras as text), batch by batch: a column with a
+    value that is not a number in some batch is text in that batch, and reads as text overall."""
+    names = [n for n, dtype in frame.schema.items() if n not in BATTLE_SCHEMA and dtype == pl.String]
+    if not names:
+        return frame
+    checks, parsed = [], {}
+    for i, name in enumerate(names):
+        text = pl.col(name).str.strip_chars().replace("", None)
+        as_int, as_float = text.cast(pl.Int64, strict=False), text.cast(pl.Float64, strict=False)
+        digits = text.str.contains(r"^[+-]?[0-9]+$")
+        exact_int = text.str.contains(r"^[+-]?(?:0|[1-9][0-9]*)$") & as_int.is_not_null()
+        checks += [
+            (text.is_null() | exact_int).all().alias(f"int{i}"),
+            (text.is_null() | (as_float.is_not_null() & (~digits | exact_int))).all().alias(f"float{i}"),
+        ]
+        parsed[name] = (as_int, as_float)
+    found = frame.select(checks).row(0, named=True)
+    casts = {}
+    for i, name in enumerate(names):
+        if found[f"int{i}"] or found[f"float{i}"]:
+            casts[name] = parsed[name][0 if found[f"int{i}"] else 1]
+    return frame.with_columns(**casts) if casts else frame
 
 
 def id_expr(schema: pl.Schema, col: dict[str, str]) -> pl.Expr:

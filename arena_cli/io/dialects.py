@@ -18,7 +18,7 @@ from arena_cli.schema import CONVERSATION, META_COLUMNS, OUTCOMES, WINNER_LABELS
 
 #: Fields a user can map with ``--map FIELD=COLUMN``.
 MAPPABLE = (
-    "battle_id", "model_a", "model_b", "outcome", "timestamp", "judge", "question_id", "language", "turn",
+    "battle_id", "model_a", "model_b", "outcome", "weight", "timestamp", "judge", "question_id", "language", "turn",
     "anony", "category", "conversation_a", "conversation_b", "conv_metadata",
 )
 
@@ -28,6 +28,7 @@ ARENA_COLUMNS: dict[str, tuple[str, ...]] = {
     "model_a": ("model_a",),
     "model_b": ("model_b",),
     "outcome": ("winner", "outcome"),
+    "weight": ("weight",),
     "timestamp": ("tstamp", "timestamp"),
     "judge": ("judge",),
     "question_id": ("question_id",),

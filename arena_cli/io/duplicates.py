@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import polars as pl
 
-from arena_cli.schema import BATTLE_SCHEMA, QUARANTINE_SCHEMA, QuarantineReason
+from arena_cli.schema import BATTLE_SCHEMA, DEFAULTS, QUARANTINE_SCHEMA, QuarantineReason
 
 FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
 
@@ -42,8 +42,9 @@ def content_text(frame: pl.DataFrame) -> pl.Series:
     """What a vote's content hash is taken of: each present field as ``{"name":value}`` JSON, canonical fields
     first, then extras by name; ids and provenance left out.
 
-    Absent fields (null, or empty text) are skipped rather than written as null, so a vote hashes the same
-    whatever other columns its source or batch has (a growing log that gains a field keeps its old ids).
+    Absent fields (null, empty text, or a field at its default, as a weight of 1) are skipped rather than
+    written, so a vote hashes the same whatever other columns its source or batch has (a growing log that
+    gains a field keeps its old ids).
     Extras are hashed as text, as the JSON and CSV readers give them, so a typed source and its JSONL or
     CSV export hash alike.
     """
@@ -61,6 +62,8 @@ def content_text(frame: pl.DataFrame) -> pl.Series:
             quoted = False
         if frame.schema[name] == pl.String:
             value = pl.when(value != "").then(value)
+        elif name in DEFAULTS:
+            value = pl.when(value != DEFAULTS[name]).then(value)
         fields.append(pl.when(value.is_not_null()).then(_json_member(name, value, frame.schema[name], quoted)))
     return frame.select(pl.concat_str([pl.lit(HASH_VERSION), *fields], separator="\x1f", ignore_nulls=True)).to_series()
 

@@ -21,7 +21,7 @@ from arena_cli.schema import META_COLUMNS, FrameT
 
 #: Fields whose values can reject a row: a lean read reads and checks them even when it keeps none of them.
 VALIDATED = (
-    "model_a", "model_b", "outcome", "timestamp", "turn", "anony", "conversation_a", "conversation_b", "conv_metadata",
+    "model_a", "model_b", "outcome", "weight", "timestamp", "turn", "anony", "conversation_a", "conversation_b", "conv_metadata",
     *META_COLUMNS, *sorted(FEATURE_COUNT_COLUMNS | FEATURE_DENSITY_COLUMNS),
 )
 #: Columns that only a full read computes (a lean read is refused when any is asked for).

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
-from arena_cli.io.canonical import align, canonicalize, raw_of
+from arena_cli.io.canonical import align, canonicalize, numeric_extras, raw_of
 from arena_cli.io.dialects import Plan, check_sources, container_for, plan_for
 from arena_cli.io.duplicates import NO_BATTLES, NO_OCCURRENCES, SourceIds, add_hashes, conflict_rows, seen_keys, split_duplicates
 from arena_cli.io.lean import IDENTITY, LeanIds, LeanParquet, lean_parquet, lean_plan, select_wanted
@@ -97,6 +97,7 @@ def stream(paths: list[Path], options: InputOptions, seen: pl.DataFrame) -> Iter
     for path in paths:
         occurrences = NO_OCCURRENCES
         source_ids = SourceIds()
+        text = _is_text(Path(path), options)
         for summary, rows, accepted, rejected in _validated(Path(path), options, labels):
             if rows is not None:
                 reused_rows = accepted.filter(source_ids.reused(accepted["battle_id"]))["source_row"]
@@ -107,7 +108,7 @@ def stream(paths: list[Path], options: InputOptions, seen: pl.DataFrame) -> Iter
                 conflicted = conflict_rows(conflicts, partial(raw_of, rows))
                 summary.quarantined.update(conflicted["reason"].to_list())
                 rejected = pl.concat([rejected, conflicted])
-                accepted = conform(accepted)
+                accepted = conform(numeric_extras(accepted) if text else accepted)
                 seen = pl.concat([seen, seen_keys(accepted)])
                 summary.stored += accepted.height
             yield summary, accepted, rejected
@@ -141,12 +142,14 @@ def read_lean(
     quarantine: list[pl.DataFrame] = []
     summaries: dict[str, SourceSummary] = {}
     for number, path in enumerate(paths):
+        text = _is_text(Path(path), options)
         for summary, rows, accepted, rejected in _validated(Path(path), options, labels, columns):
             summaries[summary.source] = summary
             if rows is not None:
                 if not lean_ids.add(number, accepted["battle_id"]):
                     return ReadPath.FULL
                 summary.stored += accepted.height
+                accepted = numeric_extras(accepted) if text else accepted
             battles.append(map_batch(select_wanted(conform(accepted) if rows is not None else empty_battles(), columns)))
             if rejected.height:
                 quarantine.append(rejected)
@@ -188,6 +191,11 @@ def _validated(
         yield summary, rows, accepted, pl.concat([raw.rejected, invalid])
     if not batches:
         yield summary, None, pl.DataFrame(), empty_quarantine()
+
+
+def _is_text(path: Path, options: InputOptions) -> bool:
+    """Whether a source's container gives its scalars as text (all but parquet), numbers included."""
+    return container_for(path, options) != "parquet"
 
 
 def _collected(frame: Frame) -> pl.DataFrame:

@@ -60,7 +60,7 @@ class BradleyTerry:
 
             job = BootstrapJob(
                 problems=tuple(f.problem for f in fits.values()), solutions=tuple(f.solution for f in fits.values()),
-                resampler=Resampler(shared.seed, cells, battles.cluster), solver=shared.solver,
+                resampler=Resampler(shared.seed, cells, battles.cluster, battles.count), solver=shared.solver,
             )
             draws = dict(zip(fits, bootstrap(job, shared.rounds, shared.workers, on_progress)))
         elif shared.ci is CIMethod.sandwich:

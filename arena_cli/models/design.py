@@ -3,6 +3,8 @@ and the sufficient statistics (counts per ordered pair and outcome).
 
 Why this shape: a plain Bradley-Terry likelihood depends on the battles only through the number of each
 outcome per ordered pair, so a plain fit works on at most 3·M·(M-1) cells however many votes there are.
+Weighted votes (a ``weight`` column) are aggregated per pair, outcome and weight: a row holds ``count`` votes
+of one weight, so a resample still draws votes, each carrying its own weight.
 With style features only the n×k feature block stays per battle; everything model-shaped is summed per pair
 with ``np.bincount`` (never a dense n×M one-hot matrix).
 """
@@ -15,7 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import polars as pl
 
-from arena_cli.schema import Frame
+from arena_cli.schema import Frame, vote_weight
 from arena_cli.errors import InputError, NoDataError
 from arena_cli.models.options import REWEIGHT_FLOOR, BothBad, FitOptions, Ties, parse_style
 
@@ -41,7 +43,8 @@ class Prepared:
     and makes its preparation independent of the number of votes. ``features`` is (k, rows), already
     transformed (and standardised unless ``--no-normalize``); ``cluster`` holds integer cluster codes (or None).
     ``vote_order``: how the rows are ordered when they are one per vote in vote order (:data:`BY_TIMESTAMP`
-    or :data:`AS_READ`), None when their order means nothing.
+    or :data:`AS_READ`), None when their order means nothing. ``weight``: the weight of each of a row's votes
+    (all > 0: a vote of weight 0 is left out, as if absent), None when every vote weighs 1.
     """
 
     models: tuple[str, ...]
@@ -55,10 +58,16 @@ class Prepared:
     excluded: tuple[Exclusion, ...]
     warnings: tuple[str, ...]
     vote_order: str | None = None
+    weight: np.ndarray | None = None
 
     @property
     def n_battles(self) -> int:
         return int(self.count.sum())
+
+    @property
+    def total_weight(self) -> float:
+        """Σ vote weights: the number of battles when every vote weighs 1."""
+        return float(self.count.sum()) if self.weight is None else float(self.count @ self.weight)
 
     @property
     def n_rows(self) -> int:
@@ -78,7 +87,8 @@ class Cells:
 
     Which side a model was shown on does not enter a plain Bradley-Terry likelihood, so a pair is unordered:
     ``pair_a`` < ``pair_b`` are its models, and a cell's ``outcome`` is coded from ``pair_a``'s side
-    (A_WINS: ``pair_a`` won). ``of_battle`` maps each battle to its cell; ``size`` counts battles per cell.
+    (A_WINS: ``pair_a`` won). ``of_battle`` maps each battle to its cell; ``size`` counts battles per cell,
+    ``weight`` sums their vote weights (``size`` itself when every vote weighs 1).
     """
 
     of_battle: np.ndarray
@@ -87,6 +97,7 @@ class Cells:
     outcome: np.ndarray
     pair_a: np.ndarray
     pair_b: np.ndarray
+    weight: np.ndarray
 
     @property
     def n_cells(self) -> int:
@@ -98,8 +109,11 @@ class Design:
     """The rows a solver iterates over.
 
     A row is either one aggregated group of identical battles (plain fits: one per cell, or per
-    (cluster, cell) when clustering) or one battle (style fits). The objective is
-    Σ_rows count·weight·loglik(row); ``count`` is what a bootstrap resample changes.
+    (cluster, cell) when clustering) or one battle (style fits), or one prepared row (weighted votes: the
+    battles of one ordered pair, outcome and weight). The objective is Σ_rows count·weight·loglik(row);
+    ``count`` is what a bootstrap resample changes. ``row_weight`` is the analysis weight of each of a row's
+    battles: its vote weight (``vote_weight``, None when all are 1) times any ``--reweight`` factor. A battle
+    is one observation whose score is multiplied by its weight, so the sandwich's meat takes count·weight².
     """
 
     n_models: int
@@ -113,6 +127,7 @@ class Design:
     row_cell: np.ndarray
     row_cluster: np.ndarray | None
     aggregated: bool
+    vote_weight: np.ndarray | None = None
 
     @property
     def n_features(self) -> int:
@@ -195,6 +210,8 @@ Battles = Frame | Sequence[Frame] | Encoded
 
 #: The battle column that orders votes for a method that needs their order.
 TIMESTAMP = "timestamp"
+#: The battle column of vote weights (absent or null: 1).
+WEIGHT = "weight"
 #: ``Prepared.vote_order``: by timestamp (votes with equal timestamps, and any without one at the end, as read) ...
 BY_TIMESTAMP = "timestamp"
 #: ... or in the order they were read (files in the order given, rows in file order; a store's parts in order).
@@ -228,7 +245,7 @@ class Encoder:
 
         covariates = [t for t in self.terms if t not in STYLE_GROUPS and t not in BY_NAME]
         cluster = [self.options.cluster] if self.options.cluster else []
-        return tuple(dict.fromkeys(["model_a", "model_b", "outcome", *cluster, *covariates, *([TIMESTAMP] if self.ordered else [])]))
+        return tuple(dict.fromkeys(["model_a", "model_b", "outcome", WEIGHT, *cluster, *covariates, *([TIMESTAMP] if self.ordered else [])]))
 
     def __call__(self, frame: Frame) -> Frame:
         options = self.options
@@ -244,6 +261,7 @@ class Encoder:
             pl.col("model_a").cast(pl.String).cast(pl.Categorical).alias("_a"),
             pl.col("model_b").cast(pl.String).cast(pl.Categorical).alias("_b"),
             _outcome_expr(options).alias("_outcome"),
+            vote_weight(schema).alias("_weight"),
             *([pl.col(options.cluster).alias("_cluster")] if options.cluster else []),
             *([pl.col(TIMESTAMP).alias("_timestamp")] if self.ordered and TIMESTAMP in schema else []),
             *(value.alias(f"_style{i}") for i, value in enumerate(style)),
@@ -274,6 +292,7 @@ class _Encoded:
     features: np.ndarray
     cluster: np.ndarray | None
     vote_order: str | None
+    weight: np.ndarray | None
 
 
 def _encode(battles: Battles, encode: Encoder) -> _Encoded:
@@ -317,14 +336,26 @@ def _encode(battles: Battles, encode: Encoder) -> _Encoded:
             f"{int((outcome == UNKNOWN).sum())} battle(s) have an unknown outcome {labels}; expected model_a, model_b, tie, both_bad"
         )
     names, (a, b) = _model_codes(encoded["_a"], encoded["_b"])
+    weight = _vote_weights(encoded)
     if not terms and not options.cluster and vote_order is None:
-        a, b, outcome, count = _aggregate(a, b, outcome, len(names))
-        return _Encoded(names, a, b, outcome, count, np.zeros((0, a.size)), None, None)
+        a, b, outcome, count, weight = _aggregate(a, b, outcome, len(names), weight=weight)
+        return _Encoded(names, a, b, outcome, count, np.zeros((0, a.size)), None, None, weight)
     # (battles, k) in column-major order is the (k, battles) row-major array the solvers use, in one copy
     styled = [f"_style{i}" for i in range(len(terms))]
     X = np.require(encoded.select(styled).to_numpy().T, requirements=["C", "W"]) if terms else np.zeros((0, encoded.height))
     cluster = _alone_clusters(encoded["_cluster"].rank("dense").fill_null(0).cast(pl.Int64).to_numpy()) if options.cluster else None
-    return _Encoded(names, a, b, outcome, np.ones(a.size), X, cluster, vote_order)
+    return _Encoded(names, a, b, outcome, np.ones(a.size), X, cluster, vote_order, weight)
+
+
+def _vote_weights(encoded: pl.DataFrame) -> np.ndarray | None:
+    """Each vote's weight, or None when every vote weighs 1 (the unweighted fit, exactly as without weights).
+    Battles read by arena-cli have valid weights; a library caller's frame is checked here."""
+    if encoded.select((pl.col("_weight") == 1.0).all()).item():
+        return None
+    weight = encoded["_weight"].to_numpy()
+    if not (np.isfinite(weight) & (weight >= 0)).all():
+        raise InputError("battle weights must be finite numbers >= 0")
+    return weight
 
 
 def _model_codes(*columns: pl.Series) -> tuple[list[str], list[np.ndarray]]:
@@ -341,12 +372,18 @@ def _model_codes(*columns: pl.Series) -> tuple[list[str], list[np.ndarray]]:
 DENSE_KEYS = 1 << 26
 
 
-def _aggregate(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int, count: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-    """Rows of the same ordered pair and outcome as one row with their total ``count`` (default: one per
-    row), sorted by pair and outcome."""
+def _aggregate(
+    a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int, count: np.ndarray | None = None, *, weight: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Rows of the same ordered pair, outcome (and ``weight``) as one row with their total ``count`` (default:
+    one per row), sorted by pair and outcome (then weight); the weight of each row's votes, or None."""
     codes = 1 + A_WINS - DROP
     keys = (a * n_models + b) * codes + (outcome - DROP)
     size = n_models * n_models * codes
+    if weight is not None:
+        values, weight_code = np.unique(weight, return_inverse=True)
+        keys = keys * values.size + weight_code
+        size *= values.size
     if size <= DENSE_KEYS:
         totals = np.bincount(keys, count, minlength=size)
         unique = np.flatnonzero(totals)
@@ -354,8 +391,12 @@ def _aggregate(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int,
     else:
         unique, inverse = np.unique(keys, return_inverse=True)
         total = np.bincount(inverse, count, minlength=unique.size)
+    row_weight = None
+    if weight is not None:
+        unique, code = np.divmod(unique, values.size)
+        row_weight = values[code]
     pair = unique // codes
-    return pair // n_models, pair % n_models, (unique % codes + DROP).astype(np.int8), total.astype(np.float64)
+    return pair // n_models, pair % n_models, (unique % codes + DROP).astype(np.int8), total.astype(np.float64), row_weight
 
 
 def prepare(battles: Battles, options: FitOptions) -> Prepared:
@@ -367,9 +408,10 @@ def prepare(battles: Battles, options: FitOptions) -> Prepared:
     options, terms = encoder.options, encoder.terms
     encoded = _encode(battles, encoder)
     names, a, b, outcome, count, X, cluster = encoded.models, encoded.a, encoded.b, encoded.outcome, encoded.count, encoded.features, encoded.cluster
+    weight = encoded.weight
     warnings: list[str] = []
 
-    counted = outcome != DROP
+    counted = outcome != DROP if weight is None else (outcome != DROP) & (weight > 0)  # a vote of weight 0 counts for nothing
     self_battle = a == b
     if self_battle.any():
         warnings.append(f"{int(count[self_battle].sum())} self-battle(s) (model_a == model_b) left out")
@@ -381,7 +423,7 @@ def prepare(battles: Battles, options: FitOptions) -> Prepared:
         raise NoDataError("no battles left to fit (after dropping ties / both_bad / self-battles / missing features)")
 
     # which models to keep is decided on the counts per pair and outcome of the battles kept so far
-    pair_a, pair_b, pair_outcome, pair_count = _aggregate(a, b, np.where(keep, outcome, UNKNOWN), len(names), count)
+    pair_a, pair_b, pair_outcome, pair_count, _ = _aggregate(a, b, np.where(keep, outcome, UNKNOWN), len(names), count)
     counted_rows = pair_outcome != UNKNOWN
     kept, excluded = _exclude_models(
         names, pair_a[counted_rows], pair_b[counted_rows], pair_outcome[counted_rows], pair_count[counted_rows],
@@ -392,6 +434,9 @@ def prepare(battles: Battles, options: FitOptions) -> Prepared:
     keep_rows = keep & kept[a] & kept[b] if excluded else keep
     if not keep_rows.all():
         a, b, outcome, count, X = a[keep_rows], b[keep_rows], outcome[keep_rows], count[keep_rows], X[:, keep_rows]
+        weight = weight[keep_rows] if weight is not None else None
+    if weight is not None and (weight == 1.0).all():  # only votes of weight 0 (now left out) had another
+        weight = None
     if not kept.all():
         remap = np.cumsum(kept) - 1
         a, b = remap[a], remap[b]
@@ -403,13 +448,15 @@ def prepare(battles: Battles, options: FitOptions) -> Prepared:
         )
     if options.ties is Ties.davidson and not np.any(outcome == TIE):
         raise InputError("--ties davidson: these battles have no ties, so the tie parameter cannot be estimated")
+    if options.ties is Ties.davidson and np.all(outcome == TIE):
+        raise InputError("--ties davidson: every battle is a tie, so the tie parameter has no finite estimate")
 
-    X, feature_names = _finish_features(X, list(terms), options.normalize, warnings)
+    X, feature_names = _finish_features(X, list(terms), options.normalize, warnings, None if weight is None else count * weight)
     if cluster is not None:
         cluster = np.unique(cluster[keep_rows], return_inverse=True)[1]
     return Prepared(
         models=tuple(names), a=a, b=b, outcome=outcome.astype(np.int8), count=count, features=X, feature_names=tuple(feature_names),
-        cluster=cluster, excluded=tuple(excluded), warnings=tuple(warnings), vote_order=encoded.vote_order,
+        cluster=cluster, excluded=tuple(excluded), warnings=tuple(warnings), vote_order=encoded.vote_order, weight=weight,
     )
 
 
@@ -421,15 +468,24 @@ def _alone_clusters(codes: np.ndarray) -> np.ndarray:
     return codes
 
 
-def _finish_features(X: np.ndarray, names: list[str], normalize: bool, warnings: list[str]) -> tuple[np.ndarray, list[str]]:
-    """Standardise (mean 0, population sd 1, as FastChat/arena-rank) and drop features with no information.
-    Works in place: ``X`` is the prepare step's own array."""
+def _finish_features(
+    X: np.ndarray, names: list[str], normalize: bool, warnings: list[str], weight: np.ndarray | None = None,
+) -> tuple[np.ndarray, list[str]]:
+    """Standardise (mean 0, population sd 1, as FastChat/arena-rank; weighted by ``weight`` per row, so that a
+    vote of weight 3 counts as three identical votes) and drop features with no information. Works in place:
+    ``X`` is the prepare step's own array."""
     if not names:
         return X, names
     if normalize:
-        mean = X.mean(axis=1)
-        X -= mean[:, None]
-        sd = np.sqrt(np.einsum("kn,kn->k", X, X) / X.shape[1])
+        if weight is None:
+            mean = X.mean(axis=1)
+            X -= mean[:, None]
+            sd = np.sqrt(np.einsum("kn,kn->k", X, X) / X.shape[1])
+        else:
+            total = float(weight.sum())
+            mean = X @ weight / total
+            X -= mean[:, None]
+            sd = np.sqrt((X * X) @ weight / total)
         informative = sd > 1e-12 * np.maximum(1.0, np.abs(mean))
         X /= np.where(informative, sd, 1.0)[:, None]
     else:
@@ -443,9 +499,10 @@ def _finish_features(X: np.ndarray, names: list[str], normalize: bool, warnings:
 
 
 def pair_weights(cell_index: Cells) -> np.ndarray:
-    """Per row: inverse pair-frequency weights 1 / max(n_pair, 50) (unordered pairs), normalised to mean 1
-    over battles."""
-    n_pair = np.bincount(cell_index.pair, cell_index.size)
+    """Per row: inverse pair-frequency weights 1 / max(n_pair, 50) (unordered pairs; n_pair the total vote weight
+    of the pair, its battles when every vote weighs 1), normalised to mean 1 over the (weighted) battles. They
+    multiply the vote weights."""
+    n_pair = np.bincount(cell_index.pair, cell_index.weight)
     per_pair = 1.0 / np.maximum(n_pair, REWEIGHT_FLOOR)
     per_pair /= float(per_pair @ n_pair) / float(n_pair.sum())
     return per_pair[cell_index.pair[cell_index.of_battle]]
@@ -580,30 +637,36 @@ def cells(prepared: Prepared) -> Cells:
     keys += outcome
     cell_keys, of_battle = _codes(keys, M * M * 3)  # one pass over the battles; the pairs follow from the cells
     pair_keys, pair = np.unique(cell_keys // 3, return_inverse=True)
+    size = np.bincount(of_battle, prepared.count, minlength=cell_keys.size)
     return Cells(
         of_battle=of_battle,
-        size=np.bincount(of_battle, prepared.count, minlength=cell_keys.size),
+        size=size,
         pair=pair,
         outcome=(cell_keys % 3).astype(np.int8),
         pair_a=pair_keys // M,
         pair_b=pair_keys % M,
+        weight=size if prepared.weight is None else np.bincount(of_battle, prepared.count * prepared.weight, minlength=cell_keys.size),
     )
 
 
 def design(prepared: Prepared, cell_index: Cells, weight: np.ndarray | None = None) -> Design:
-    """Per-battle rows with features; aggregated rows (cells, or cluster × cell) without.
+    """Per-battle rows with features, or with vote weights (one per prepared row); aggregated rows (cells, or
+    cluster × cell) without either.
 
-    ``weight``: per-row analysis weights (:func:`pair_weights` to reweight; default 1).
+    ``weight``: per-row reweighting factors (:func:`pair_weights`; default 1), multiplied with the vote weights.
     """
     weight = np.ones(prepared.n_rows) if weight is None else weight
-    if prepared.features.shape[0]:
-        # style features are signed by side, so battle rows keep their ordered pair
+    if prepared.weight is not None:
+        weight = weight * prepared.weight
+    if prepared.features.shape[0] or prepared.weight is not None:
+        # style features are signed by side, so battle rows keep their ordered pair; weighted rows are resampled
+        # by vote (each carrying its weight), not by cell
         M = prepared.n_models
         pair_keys, row_pair = _codes(prepared.a * M + prepared.b, M * M)
         return Design(
             n_models=M, pair_a=pair_keys // M, pair_b=pair_keys % M, row_pair=row_pair, row_outcome=prepared.outcome,
             row_count=prepared.count, row_weight=weight, X=prepared.features,
-            row_cell=cell_index.of_battle, row_cluster=prepared.cluster, aggregated=False,
+            row_cell=cell_index.of_battle, row_cluster=prepared.cluster, aggregated=False, vote_weight=prepared.weight,
         )
     # Reweighting weights are constant within a pair, so aggregated rows keep them exactly.
     cell_weight = np.zeros(cell_index.n_cells)

@@ -7,7 +7,9 @@ read), and each moves its two models by ``k`` times the surprise::
     r_a += k·(s_a − e_a),                          r_b += k·(1 − s_a − e_b)
 
 with s_a = 1, ½, 0 for a win of model_a, a tie (``both_bad`` counts as a tie unless dropped), a win of
-model_b. The result depends on the order of the votes. Defaults are FastChat's: k = 4, scale 400, base 10,
+model_b. A weighted vote moves them by k·weight times the surprise (a vote of weight 0 is left out; a vote of
+weight 3 moves ratings as one vote with three times the k, which is close to, not the same as, three votes in
+a row). The result depends on the order of the votes. Defaults are FastChat's: k = 4, scale 400, base 10,
 initial 1000. The ratings are reported on the log-odds scale (β = (r − initial)·ln(base)/scale), so with the
 defaults the published score is the Elo rating itself.
 
@@ -56,10 +58,12 @@ class OnlineElo:
         if battles.vote_order is None:
             raise ValueError("online Elo needs the battles one row per vote, in vote order")
         score_a = battles.outcome / A_WINS  # 1, ½, 0
-        ratings = self.ratings(battles.a, battles.b, score_a, battles.n_models)
+        ratings = self.ratings(battles.a, battles.b, score_a, battles.n_models, battles.weight)
         draws = None
         if options.ci is CIMethod.bootstrap:
-            draws = self.bootstrap(battles.a, battles.b, score_a, battles.n_models, options.rounds, options.seed, options.workers, on_progress)
+            draws = self.bootstrap(
+                battles.a, battles.b, score_a, battles.n_models, options.rounds, options.seed, options.workers, on_progress, battles.weight,
+            )
         per_point = np.log(self.base) / self.scale
         rated = Ratings(
             method="elo",
@@ -70,14 +74,18 @@ class OnlineElo:
         )
         return dict.fromkeys(variants, rated)
 
-    def ratings(self, a: np.ndarray, b: np.ndarray, score_a: np.ndarray, n_models: int) -> np.ndarray:
-        """The ratings after the votes (model indices ``a``, ``b``, scores of ``a``) in the order given.
+    def k_per_vote(self, n_votes: int, weight: np.ndarray | None) -> np.ndarray:
+        """Each vote's k: ``k`` times its weight (None: every vote weighs 1)."""
+        return np.full(n_votes, self.k) if weight is None else self.k * weight
+
+    def ratings(self, a: np.ndarray, b: np.ndarray, score_a: np.ndarray, n_models: int, weight: np.ndarray | None = None) -> np.ndarray:
+        """The ratings after the votes (model indices ``a``, ``b``, scores of ``a``, vote weights) in the order given.
 
         Each vote depends on the ratings the previous ones left, so this is a loop over the votes; on Python
         floats it runs FastChat's very arithmetic, several times faster than numpy on one vote at a time."""
-        k, scale, base = self.k, self.scale, self.base
+        scale, base = self.scale, self.base
         rating = [self.initial] * n_models
-        for i, j, s in zip(a.tolist(), b.tolist(), score_a.tolist()):
+        for i, j, s, k in zip(a.tolist(), b.tolist(), score_a.tolist(), self.k_per_vote(a.size, weight).tolist()):
             ra, rb = rating[i], rating[j]
             ea = 1 / (1 + base ** ((rb - ra) / scale))
             eb = 1 / (1 + base ** ((ra - rb) / scale))
@@ -87,16 +95,16 @@ class OnlineElo:
 
     def bootstrap(
         self, a: np.ndarray, b: np.ndarray, score_a: np.ndarray, n_models: int, rounds: int, seed: int,
-        workers: int | None = None, on_progress: Progress | None = None,
+        workers: int | None = None, on_progress: Progress | None = None, weight: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Ratings per round (rounds × models) on resamples of the votes, drawn with replacement in random order,
-        reproducible from ``(seed, round)`` whatever the number of ``workers``; NaN for a model with no vote in
-        the round's resample."""
+        """Ratings per round (rounds × models) on resamples of the votes, drawn with replacement in random order
+        (each with its weight), reproducible from ``(seed, round)`` whatever the number of ``workers``; NaN for a model
+        with no vote in the round's resample."""
         from arena_cli.models.uncertainty import available_cores
 
         workers = min(workers or available_cores(), rounds)
         groups = [range(start, rounds, workers) for start in range(workers)]
-        job = (self, a, b, score_a, n_models, seed)
+        job = (self, a, b, score_a, self.k_per_vote(a.size, weight), n_models, seed)
         if workers == 1:
             draws = [_resampled_ratings(job, groups[0], on_progress)]
         else:
@@ -115,14 +123,14 @@ class OnlineElo:
 
 
 def _resampled_ratings(
-    job: tuple[OnlineElo, np.ndarray, np.ndarray, np.ndarray, int, int], round_indices: range, on_progress: Progress | None = None,
+    job: tuple[OnlineElo, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int], round_indices: range, on_progress: Progress | None = None,
 ) -> np.ndarray:
     """Online Elo on the resamples of ``round_indices`` (rounds × models).
 
     The rounds advance together, one vote of each per step, so a step is a few numpy operations on arrays as
     long as the rounds, in place. The update is FastChat's, written with e_b = 1 − e_a and base^x = e^(x·ln base)
     (equal up to rounding): r_a += k·(s_a − e_a), r_b −= the same."""
-    elo, a, b, score_a, n_models, seed = job
+    elo, a, b, score_a, k_vote, n_models, seed = job
     rounds, n = len(round_indices), a.size
     generators = [np.random.default_rng([seed, 2, r]) for r in round_indices]
     rating = np.full(rounds * n_models, elo.initial)
@@ -134,7 +142,8 @@ def _resampled_ratings(
         steps = min(BLOCK, n - start)
         picks = np.stack([g.integers(0, n, steps) for g in generators], axis=1)  # (steps, rounds)
         index_a, index_b = a[picks] + offset, b[picks] + offset
-        scores = elo.k * score_a[picks]
+        ks = k_vote[picks]
+        scores = ks * score_a[picks]
         seen[index_a.ravel()] = True
         seen[index_b.ravel()] = True
         for t in range(steps):
@@ -145,7 +154,7 @@ def _resampled_ratings(
             step *= per_point
             np.exp(step, out=step)
             step += 1.0
-            np.divide(-elo.k, step, out=step)  # −k·e_a
+            np.divide(-ks[t], step, out=step)  # −k·e_a
             step += scores[t]                 # k·(s_a − e_a)
             rating[ia] = ra + step
             rating[ib] = rb - step

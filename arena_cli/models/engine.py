@@ -162,6 +162,7 @@ def _settings(
         "seed": options.seed,
         "cluster": options.cluster,
         "n_battles": prepared.n_battles,
+        **({"total_weight": prepared.total_weight} if prepared.weight is not None else {}),
         "n_models": prepared.n_models,
         "excluded": [dataclasses.asdict(e) for e in prepared.excluded],
         "versions": versions,

@@ -1,6 +1,6 @@
 """The I/O edge of the engine: the battles a fit needs, read from a store or from files, with style features.
 
-Reads only the columns the fit uses: the models and outcome, the cluster column, the user's covariate
+Reads only the columns the fit uses: the models, outcome and vote weight, the cluster column, the user's covariate
 columns, and — when a style term needs LMArena features — the keys and texts the feature code needs
 (``arena_cli.features.attach_features`` uses cached store features and computes the rest). Battles that
 already carry every needed ``<feature>_a``/``<feature>_b`` column (a file with precomputed counts) are used
@@ -52,13 +52,14 @@ def load_fit_battles(
     from arena_cli.features.registry import side_columns
     from arena_cli.io.battles import load_battle_parts, load_battles
     from arena_cli.io.store import Store
+    from arena_cli.models.design import WEIGHT
     from arena_cli.schema import META_COLUMNS
 
     sources, store = source.files, source.store_path  # a files source still finds cached features in the store
     terms = list(dict.fromkeys(t for spec in styles for t in parse_style(spec)))
     needed = sorted({f for t in terms for f in (_feature_members(t) or ())})
     covariates = [t for t in terms if _feature_members(t) is None]
-    columns = ["model_a", "model_b", "outcome", *extra_columns, *([cluster] if cluster else [])]
+    columns = ["model_a", "model_b", "outcome", WEIGHT, *extra_columns, *([cluster] if cluster else [])]
     columns += [c for t in covariates for c in (t, *side_columns(t))]
     feature_columns = [c for f in needed for c in side_columns(f)]
     if needed:

@@ -8,8 +8,8 @@ the linear predictor is d = β_a − β_b + γ·x.
 * Davidson: P(a) ∝ e^{d/2}, P(b) ∝ e^{−d/2}, P(tie) ∝ ν = e^τ. β keeps its Bradley-Terry meaning
   (σ(d) = P(a wins | not a tie)).
 
-The objective is Σ_rows count·weight·loglik − (λ/2)·‖γ‖² with λ = ridge × (number of battles): ``ridge`` is on
-the mean log-likelihood scale (arena-rank's ``reg``), λ on the summed scale. β is identified up to a
+The objective is Σ_rows count·weight·loglik − (λ/2)·‖γ‖² with λ = ridge × (number of battles, or their total
+vote weight): ``ridge`` is on the mean log-likelihood scale (arena-rank's ``reg``), λ on the summed scale. β is identified up to a
 common shift; the solver fixes the gauge Σβ = 0 by adding a rank-one term along the null direction of the
 Hessian, which leaves the Newton step unchanged and makes the system positive definite.
 
@@ -91,8 +91,10 @@ class Problem:
         return d
 
     def ridge_sum(self, count: np.ndarray) -> float:
-        """λ on the summed scale for a resample with these battle counts."""
-        return self.ridge * float(count.sum())
+        """λ on the summed scale for a resample with these battle counts (weighted by the vote weights: votes of
+        weight 3 weigh on the penalty as three votes do)."""
+        votes = count if self.design.vote_weight is None else count * self.design.vote_weight
+        return self.ridge * float(votes.sum())
 
     def terms(self, theta: np.ndarray, cw: np.ndarray, ridge_sum: float, objective: bool = True) -> _RowTerms:
         """Per-row terms at θ; ``objective=False`` skips the log-likelihood (NaN), 40% of the cost, when no line

@@ -5,7 +5,8 @@ the number of workers or the machine, and several fits of the same battles (styl
 resamples. A round first draws how many battles fall in each (ordered pair, outcome) cell — a multinomial over
 the cells, which is all a plain fit needs — and then, only when a style fit needs per-battle counts, spreads
 each cell's count uniformly over its battles; together this is exactly a multinomial resample of battles.
-With ``cluster``, clusters are resampled instead and every battle inherits its cluster's count.
+With ``cluster``, clusters are resampled instead and every battle inherits its cluster's count. Weighted votes
+are resampled as votes: a drawn vote brings its own weight, so a vote of weight 3 is drawn (or not) as one.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def sandwich(
 
     J is the negative Hessian of the objective; B the outer products of the per-battle estimating functions
     (per-cluster sums with ``cluster``), centred so that a ridge penalty's non-zero mean score is removed.
-    Aggregated rows contribute count × the outer product of their common per-battle score.
+    A battle's estimating function is its score times its weight (vote weight × reweighting factor): a vote
+    of weight 3 is one observation, not three, so B takes weight² (statsmodels' GLM ``var_weights`` with HC0,
+    not ``freq_weights``). Aggregated rows contribute count × the outer product of their common score.
 
     ``arena_rank=True`` reproduces arena-rank 0.1.1's formula instead (for ``--compat arena-rank``): its J
     leaves the ridge penalty out and adds 1e-5 per battle to the whole diagonal, and its centring term is
@@ -106,11 +109,13 @@ def normal_draws(theta: np.ndarray, covariance: np.ndarray, rounds: int, seed: i
 
 @dataclass
 class Resampler:
-    """One battle resample per round, reproducible from ``(seed, round)``."""
+    """One battle resample per round, reproducible from ``(seed, round)``. ``count``: the battles of each row of
+    ``cells.of_battle`` (None: one each), for designs whose rows are not aggregated by cell."""
 
     seed: int
     cells: Cells
     cluster: np.ndarray | None = None
+    count: np.ndarray | None = None
     _order: np.ndarray | None = field(default=None, repr=False)
     _starts: np.ndarray | None = field(default=None, repr=False)
 
@@ -119,22 +124,25 @@ class Resampler:
         return int(round(self.cells.size.sum()))
 
     def prepare_spread(self) -> tuple[np.ndarray, np.ndarray]:
-        """Index battles by cell (done once, before workers fork, so they share it): the battles in cell order,
-        and where each cell starts among them. Needs one row per battle, as designs that are not aggregated have."""
-        if self.n_battles != self.cells.of_battle.size:
-            raise ValueError("battle-level resamples need one row per battle")
+        """Index battles by cell (done once, before workers fork, so they share it): the rows of the battles in
+        cell order (a row of several battles once for each), and where each cell starts among them."""
         if self._order is None or self._starts is None:
-            self._order = np.argsort(self.cells.of_battle, kind="stable")
+            order = np.argsort(self.cells.of_battle, kind="stable")
+            if self.count is not None:
+                order = np.repeat(order, self.count[order].astype(np.int64))
+            if order.size != self.n_battles:
+                raise ValueError("battle-level resamples need the battles of every row")
+            self._order = order
             self._starts = np.concatenate([[0], np.cumsum(self.cells.size[:-1])]).astype(np.int64)
         return self._order, self._starts
 
     def spread(self, cell_totals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Per-battle counts: each cell's count spread uniformly over the cell's battles."""
+        """Per-row battle counts: each cell's count spread uniformly over the cell's battles."""
         order, starts = self.prepare_spread()
         cell = np.repeat(np.arange(cell_totals.size), cell_totals.astype(np.int64))
         offset = (rng.random(cell.size) * self.cells.size[cell]).astype(np.int64)
         picks = order[starts[cell] + offset]
-        return np.bincount(picks, minlength=self.n_battles).astype(np.float64)
+        return np.bincount(picks, minlength=self.cells.of_battle.size).astype(np.float64)
 
     def draw(self, round_index: int) -> Sample:
         rng = np.random.default_rng([self.seed, 0, round_index])
