@@ -76,10 +76,10 @@ def _frame_input(frame: pl.DataFrame, filters: BattleFilter) -> tuple[pl.DataFra
     return battles, {"files": [], "store": None, "frame_rows": frame.height}
 
 
-def _fit_settings(settings: Mapping[str, Any], feature_names: Sequence[str], features: FeatureOptions) -> dict[str, Any]:
+def _fit_settings(settings: Mapping[str, Any], features: FeatureOptions) -> dict[str, Any]:
     """A fit's settings, with the feature recipe when style terms used features."""
     out = dict(settings)
-    if feature_names:
+    if settings.get("features"):
         out["feature_recipe"] = features.as_meta()
     return out
 
@@ -127,7 +127,7 @@ def fit(
         result = fit_battles(loaded.battles, chosen, on_progress=on_progress)
         warnings, inputs = loaded.warnings, source.as_meta()
     return dataclasses.replace(
-        result, settings=_fit_settings(result.settings, result.feature_names, features), filters=filters.as_meta(),
+        result, settings=_fit_settings(result.settings, features), filters=filters.as_meta(),
         inputs=inputs, warnings=(*warnings, *result.warnings),
     )
 
@@ -151,7 +151,7 @@ def rank_diff(
         frame, inputs = _frame_input(data, filters)
         return _rank_diff_of([frame], specs, baseline, sort, top_k, chosen, features, filters, inputs, (), on_progress)
     source = _source(data, store, input)
-    loaded = load_fit_battles(source, filters, list(specs.values()), cluster=chosen.cluster, features=features)
+    loaded = load_fit_battles(source, filters, list(specs.values()), cluster=chosen.cluster, features=features, transform=chosen.resolved().style_transform)
     return _rank_diff_of(loaded.battles, specs, baseline, sort, top_k, chosen, features, filters, source.as_meta(), loaded.warnings, on_progress)
 
 
@@ -163,7 +163,7 @@ def _rank_diff_of(
     from arena_cli.comparison import diff_variants
 
     comparison = diff_variants(battles, specs, options, baseline, sort, top_k, on_progress=on_progress)
-    uses_features = any(r.feature_names for r in comparison.results.values())
+    uses_features = any(r.settings.get("features") for r in comparison.results.values())
     settings = {"variants": dict(specs), "baseline": baseline, "sort": sort, "top_k": top_k, **comparison.settings}
     if uses_features:
         settings["feature_recipe"] = features.as_meta()
@@ -263,7 +263,10 @@ def report(
         label = f"{data.height:,} battles"
     else:
         source = _source(data, store, input)
-        loaded = load_fit_battles(source, filters, list(specs.values()), cluster=chosen.cluster, features=features, extra_columns=SUMMARY_COLUMNS)
+        loaded = load_fit_battles(
+            source, filters, list(specs.values()), cluster=chosen.cluster, features=features, extra_columns=SUMMARY_COLUMNS,
+            transform=chosen.resolved().style_transform,
+        )
         battles = collect_parts(loaded.battles)
         if battles.height == 0:
             raise NoDataError("no battles left after filtering")
@@ -299,11 +302,11 @@ def matrix(
         warnings: tuple[str, ...] = ()
     else:
         source = _source(data, store, input)
-        loaded = load_fit_battles(source, filters, [chosen.style], features=features)
+        loaded = load_fit_battles(source, filters, [chosen.style], features=features, transform=chosen.style_transform)
         battles, warnings, inputs = collect_parts(loaded.battles), loaded.warnings, source.as_meta()
     result = fit_battles(battles, chosen)
     pairs = with_predictions(pairwise_counts(battles), result)
-    settings = {"value": value, "layout": "long" if long else "wide", **_fit_settings(result.settings, result.feature_names, features)}
+    settings = {"value": value, "layout": "long" if long else "wide", **_fit_settings(result.settings, features)}
     return PairwiseMatrix(
         pairs=pairs, order=tuple(model_order(pairs, result)), value=value, long=long, settings=settings,
         filters=filters.as_meta(), inputs=inputs, warnings=(*warnings, *result.warnings),

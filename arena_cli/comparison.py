@@ -21,7 +21,8 @@ import polars as pl
 
 from arena_cli.bounds import Bounds
 from arena_cli.errors import InputError, OptionError
-from arena_cli.models.options import DEFAULT_TOP_K, DEFAULT_VARIANTS, TOP_K
+from arena_cli.models.options import DEFAULT_TOP_K, DEFAULT_VARIANTS, POSITION, TOP_K
+from arena_cli.models.result import WIN_RATE_COLUMNS
 
 if TYPE_CHECKING:
     from arena_cli.models import FitOptions, FitResult
@@ -87,8 +88,9 @@ def rank_diff_frame(
     sort_by: str | None = None,
     change_intervals: Mapping[str, pl.DataFrame] | None = None,
 ) -> pl.DataFrame:
-    """One row per model: per variant ``rank, rank_lower, rank_upper, score, score_lower, score_upper``
-    (columns suffixed ``_<variant>``), and for every non-baseline variant ``rank_change_<v>`` (baseline rank
+    """One row per model: per variant ``rank, rank_lower, rank_upper, score, score_lower, score_upper`` (and
+    ``win_rate, win_rate_lower, win_rate_upper`` when the leaderboards have them; columns suffixed
+    ``_<variant>``), and for every non-baseline variant ``rank_change_<v>`` (baseline rank
     minus its rank), ``shifted_<v>`` (its rank interval and the baseline's do not overlap) and, when
     ``change_intervals`` has the variant (see :func:`paired_rank_changes`), ``rank_change_lower_<v>`` /
     ``rank_change_upper_<v>``.
@@ -100,14 +102,16 @@ def rank_diff_frame(
     sort_by = sort_by or list(leaderboards)[-1]
     if sort_by != "model" and sort_by not in leaderboards:
         raise InputError(f"--sort {sort_by!r}: give model or one of the variants {list(leaderboards)}")
-    parts = []
+    parts, shown = [], {}
     for name, leaderboard in leaderboards.items():
-        board = _checked(leaderboard, f"variant {name}")
-        parts.append(board.select("model", *[pl.col(c).alias(f"{c}_{name}") for c in COMPARED_COLUMNS if c != "model"]))
+        win_rate = [c for c in WIN_RATE_COLUMNS if c in leaderboard.columns]
+        board = _checked(leaderboard, f"variant {name}").with_columns(leaderboard[c] for c in win_rate)
+        shown[name] = [c for c in (*COMPARED_COLUMNS, *win_rate) if c != "model"]
+        parts.append(board.select("model", *[pl.col(c).alias(f"{c}_{name}") for c in shown[name]]))
     frame = reduce(lambda left, right: left.join(right, on="model", how="full", coalesce=True), parts)
     ordered = ["model"]
     for name in leaderboards:
-        ordered += [f"{c}_{name}" for c in COMPARED_COLUMNS if c != "model"]
+        ordered += [f"{c}_{name}" for c in shown[name]]
         if name != baseline:
             frame = frame.with_columns(
                 (pl.col(f"rank_{baseline}") - pl.col(f"rank_{name}")).alias(f"rank_change_{name}"),
@@ -125,8 +129,8 @@ def rank_diff_frame(
 
 
 def variant_coefficient_frame(coefficients: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
-    """Rows = variants with style coefficients, columns = features (``<f>, <f>_lower, <f>_upper``); a feature
-    a variant does not control for is null (the seed table's "N/A")."""
+    """Rows = variants with style coefficients (or a position term), columns = features (``<f>, <f>_lower,
+    <f>_upper``, the position term last); a feature a variant does not control for is null (the seed table's "N/A")."""
     rows = [
         frame.select(pl.lit(name).alias("variant"), "feature", "coef", "lower", "upper")
         for name, frame in coefficients.items()
@@ -135,7 +139,7 @@ def variant_coefficient_frame(coefficients: Mapping[str, pl.DataFrame]) -> pl.Da
     if not rows:
         return pl.DataFrame(schema={"variant": pl.String})
     long = pl.concat(rows)
-    features = list(dict.fromkeys(long["feature"].to_list()))
+    features = sorted(dict.fromkeys(long["feature"].to_list()), key=lambda f: f == POSITION)  # the position term last
     wide = long.pivot(on="feature", index="variant", values=["coef", "lower", "upper"], aggregate_function=None)
     renamed = {}
     for f in features:

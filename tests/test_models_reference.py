@@ -71,7 +71,7 @@ def test_lmarena_140k_exact_sandwich_differs_from_arena_ranks_only_by_its_hessia
     widths differ by < 2%, except for the 2-battle model whose width the added term shrinks 3.7-fold."""
     options = FitOptions(min_battles=1).resolved()
     prepared = D.prepare(lmarena, options)
-    problem = Problem(D.design(prepared, D.cells(prepared)), davidson=False, ridge=0.0)
+    problem = Problem(D.design(prepared, D.cells(prepared)), davidson=False)
     theta = newton(problem, problem.design.row_count).theta
     exact = sandwich(problem, theta, problem.design.row_count)
     ridged = sandwich(problem, theta, problem.design.row_count, arena_rank=True)

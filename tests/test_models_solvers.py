@@ -7,7 +7,7 @@ import pytest
 from sim_battles import simulate
 
 from arena_cli.models import design as D
-from arena_cli.models.options import FitOptions, Ties
+from arena_cli.models.options import FitOptions, Penalty, Ties
 from arena_cli.models.solvers import Problem, newton, statsmodels_fit
 
 GAMMA = {"length": 0.8, "header": -0.3, "bold": 0.4}
@@ -19,7 +19,7 @@ def problem_for(frame, style="none", ties=Ties.half, ridge=0.0, reweight=False, 
     design = D.design(prepared, cells, D.pair_weights(D.cells(prepared)) if reweight else None)
     if not aggregate:
         design = D.design(prepared.with_features(np.zeros((1, prepared.n_rows)), ("zero",)), cells, design.row_weight if reweight else None)
-    return Problem(design, davidson=ties is Ties.davidson, ridge=ridge), prepared
+    return Problem(design, davidson=ties is Ties.davidson, penalty=Penalty(ridge)), prepared
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +125,7 @@ def test_blocked_evaluation_equals_one_block(battles, ties, monkeypatch):
     count = np.random.default_rng(2).poisson(1.0, design.n_rows).astype(float)
 
     def evaluate():
-        problem = Problem(design, davidson=ties is Ties.davidson, ridge=0.01)
+        problem = Problem(design, davidson=ties is Ties.davidson, penalty=Penalty(0.01))
         terms = problem.terms(theta, count, problem.ridge_sum(count))
         return terms.objective, problem.gradient(theta, terms, count, 1.0), problem.information(terms, count, 1.0)
 

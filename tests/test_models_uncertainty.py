@@ -11,6 +11,7 @@ from sim_battles import simulate
 
 from arena_cli.models import CIMethod, FitOptions, fit, fit_variants
 from arena_cli.models import design as D
+from arena_cli.models.options import Penalty
 from arena_cli.models.solvers import Problem, newton
 from arena_cli.models.uncertainty import (
     Resampler,
@@ -31,7 +32,7 @@ def battles():
 def fitted_problem(frame, style="none", ridge=0.0, cluster=None, reweight=False):
     prepared = D.prepare(frame, FitOptions(style=style, min_battles=1, cluster=cluster))
     design = D.design(prepared, D.cells(prepared), D.pair_weights(D.cells(prepared)) if reweight else None)
-    problem = Problem(design, davidson=False, ridge=ridge)
+    problem = Problem(design, davidson=False, penalty=Penalty(ridge))
     return problem, newton(problem, design.row_count).theta, prepared
 
 
@@ -87,9 +88,9 @@ def test_weighted_ridge_sandwich_equals_brute_force(battles):
     x[np.arange(n), prepared.b] -= 1.0
     x[:, M:] = prepared.features.T
     psi = (design.row_weight * (prepared.outcome / 2.0 - p))[:, None] * x
-    psi[:, M:] -= problem.ridge * theta[M:]
+    psi[:, M:] -= problem.penalty.coefficients * theta[M:]
     J = (x * (design.row_weight * p * (1 - p))[:, None]).T @ x
-    J[M:, M:] += problem.ridge * n * np.eye(k)
+    J[M:, M:] += problem.penalty.coefficients * n * np.eye(k)
     J_plus = np.linalg.pinv(J)
     expected = J_plus @ (psi.T @ psi) @ J_plus
     np.testing.assert_allclose(sandwich(problem, theta, design.row_count), expected, rtol=1e-7, atol=1e-13)

@@ -42,6 +42,7 @@ from arena_cli.models.options import (
     Compat,
     FitOptions,
     Solver,
+    StyleTransform,
     Ties,
 )
 
@@ -218,15 +219,18 @@ _MODEL_OPTIONS = [
     option("anchor", Annotated[Optional[str], typer.Option("--anchor", metavar="MODEL=SCORE", help="Pin one model's score (e.g. mixtral-8x7b-instruct-v0.1=1114, as LMArena); default: mean score 1000.", show_default=False)], None),
     option("reweight", Annotated[Optional[bool], typer.Option("--reweight/--no-reweight", help="Weight battles by 1/max(n_pair, 50), normalised to mean 1, for non-uniform pair sampling (default: off; on under --compat arena-rank with style).", show_default=False)], None),
     option("ridge", Annotated[Optional[float], typer.Option("--ridge", click_type=number(RIDGE), help="L2 penalty (ridge/2)·Σγ² on the style coefficients, added to the MEAN negative log-likelihood per battle (arena-rank's reg convention). Default 0: the plain MLE.", show_default=False)], None),
-    option("compat", Annotated[Optional[Compat], typer.Option("--compat", help="Reproduce arena-rank 0.1.1's defaults: with style, reweighting and ridge 1.0; sandwich intervals; no --min-battles exclusion.", show_default=False)], None),
+    option("compat", Annotated[Optional[Compat], typer.Option("--compat", help="Take a published tool's defaults for every option left unset (no --min-battles exclusion in each): arena-rank 0.1.1 (with style, reweighting and ridge 1.0; sandwich intervals); fastchat (its rating_systems.py: with style, its penalty 0.5 on every rating and coefficient; mixtral-8x7b-instruct-v0.1 at 1114 when fitted); arena-hard (arena-hard-auto v2: its style transform, the model in every battle as --baseline-model, pinned at 1000; 90% intervals).", show_default=False)], None),
     option("min_battles", Annotated[Optional[int], typer.Option("--min-battles", click_type=number(MIN_BATTLES), help=f"Exclude models with fewer battles (after filters), with a warning. Default {DEFAULT_MIN_BATTLES} (1 under --compat).", show_default=False)], None),
+    option("position_bias", Annotated[bool, typer.Option("--position-bias", help="Estimate the advantage of the model shown first (model_a): a log-odds intercept fitted with the scores, in the coefficients as 'position'.")], False),
+    option("baseline_model", Annotated[Optional[str], typer.Option("--baseline-model", metavar="MODEL", help="Add each model's predicted win rate against MODEL (win_rate, with its interval; MODEL itself 50%), at equal style with the order shown averaged out, as arena-hard-auto reports.", show_default=False)], None),
+    option("style_transform", Annotated[Optional[StyleTransform], typer.Option("--style-transform", help="How style terms are computed: lmarena ((a-b)/(a+b+1), population sd) or arena-hard (length (a-b)/(a+b), markdown as densities per token, oriented against the baseline, sd with ddof 1). Default lmarena (arena-hard under --compat arena-hard).", show_default=False)], None),
     option("solver", Annotated[Solver, typer.Option("--solver", help="newton: exact and fast; statsmodels: the independent reference (small data only).")], Solver.newton),
 ]
 _INTERVAL_OPTIONS = [
-    option("ci", Annotated[Optional[CIMethod], typer.Option("--ci", help="Intervals: bootstrap (percentile, resampling battles or --cluster), sandwich (robust covariance) or none. Default bootstrap (sandwich under --compat).", show_default=False)], None),
+    option("ci", Annotated[Optional[CIMethod], typer.Option("--ci", help="Intervals: bootstrap (percentile, resampling battles or --cluster), sandwich (robust covariance) or none. Default bootstrap (sandwich under --compat arena-rank).", show_default=False)], None),
     option("rounds", Annotated[int, typer.Option("--rounds", click_type=number(ROUNDS), help="Bootstrap rounds, shared by every variant (also the normal draws behind sandwich rank intervals).")], 1000),
     option("seed", Annotated[int, typer.Option("--seed", click_type=number(SEED), help="Seed of the resamples: the same seed gives byte-identical JSON, CSV and markdown.")], DEFAULT_SEED),
-    option("confidence", Annotated[float, typer.Option("--confidence", click_type=number(CONFIDENCE), help="Confidence level of every interval.")], 0.95),
+    option("confidence", Annotated[Optional[float], typer.Option("--confidence", click_type=number(CONFIDENCE), help="Confidence level of every interval. Default 0.95 (0.90 under --compat arena-hard).", show_default=False)], None),
     option("cluster", Annotated[Optional[str], typer.Option("--cluster", help="Resample clusters of this column (e.g. judge, question_id) instead of battles; with --ci sandwich, a cluster-robust covariance.", show_default=False)], None),
     option("workers", Annotated[Optional[int], typer.Option("--workers", click_type=number(WORKERS), help="Bootstrap processes (default: all cores).", show_default=False)], None),
 ]

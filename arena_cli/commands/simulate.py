@@ -10,7 +10,7 @@ import typer
 
 from arena_cli.commands.options import number, parse_pairs
 from arena_cli.models.options import SEED
-from arena_cli.simulate.options import BATTLES, MODEL_SEED, MODELS
+from arena_cli.simulate.options import BATTLES, MODEL_SEED, MODELS, POSITION_BIAS
 
 
 class SimulationFormat(str, Enum):
@@ -27,6 +27,7 @@ def simulate_command(
     fmt: Annotated[SimulationFormat, typer.Option("--format", "-f", help="jsonl: gzip-compressed FastChat JSONL, one battle per line; parquet: the same columns.")] = SimulationFormat.jsonl,
     texts: Annotated[bool, typer.Option("--texts/--no-texts", help="Write the conversations; --no-texts writes only the per-side counts (conv_metadata), much faster.")] = True,
     style: Annotated[Optional[list[str]], typer.Option("--style", metavar="GROUP=COEF", help="True style coefficient of a group (length, header, list, bold), log-odds per sd; repeatable. Defaults: length=0.3 header=0.1 list=0.1 bold=0.12.", show_default=False)] = None,
+    position_bias: Annotated[float, typer.Option("--position-bias", click_type=number(POSITION_BIAS), help="True advantage of the model shown first (model_a), log-odds added to every battle's.")] = 0.0,
 ) -> None:
     """Simulate votes with known truth: true strengths, style profiles and style effects, written with truth.json.
 
@@ -41,7 +42,7 @@ def simulate_command(
     writable_directory(output)
     coefficients = parse_pairs(style, "--style")
     with err_console.status(f"simulating {battles:,} battles among {models} models"):
-        sim = simulate(battles, models, seed, texts=texts, style_coefficients=coefficients, model_seed=model_seed)
+        sim = simulate(battles, models, seed, texts=texts, style_coefficients=coefficients, model_seed=model_seed, position_bias=position_bias)
         paths = write_simulation(sim, output, fmt.value)
     shares = sim.truth["outcome"]["shares"]
     err_console.print(

@@ -14,7 +14,7 @@ import numpy as np
 
 from arena_cli.models import design as designs
 from arena_cli.models.methods import Progress, Ratings
-from arena_cli.models.options import CIMethod, Compat, ResolvedFitOptions, Solver, Ties, parse_style
+from arena_cli.models.options import POSITION, CIMethod, Compat, Penalty, ResolvedFitOptions, Solver, Ties, parse_style
 from arena_cli.models.solvers import Problem, Solution, newton, statsmodels_fit
 
 
@@ -39,20 +39,27 @@ class BradleyTerry:
         variants: Mapping[str, ResolvedFitOptions],
         on_progress: Progress | None,
     ) -> dict[str, Ratings]:
+        # the variants share everything but the style, so the first one's options stand for all of them here
+        shared = next(iter(variants.values()))
+        if shared.position_bias:
+            designs.check_position_identified(battles)
         fits: dict[str, _VariantFit] = {}
         for name, options in variants.items():
             wanted = [t for t in parse_style(options.style) if t in battles.feature_names]
             rows = [battles.feature_names.index(t) for t in wanted]
             features = battles.features if rows == list(range(battles.features.shape[0])) else battles.features[rows]
-            variant_battles = battles.with_features(features, tuple(wanted))
+            names = tuple(wanted)
+            if options.position_bias:  # an intercept: a covariate that is 1 in every battle (+1 for model_a)
+                features, names = np.vstack([features, np.ones((1, battles.n_rows))]), (*names, POSITION)
+            variant_battles = battles.with_features(features, names)
             weight = designs.pair_weights(cells) if options.reweight else None
             design = designs.design(variant_battles, cells, weight)
-            problem = Problem(design, davidson=options.ties is Ties.davidson, ridge=options.ridge if wanted else 0.0)
+            problem = Problem(
+                design, davidson=options.ties is Ties.davidson, penalty=options.penalty if wanted else Penalty(), position=options.position_bias,
+            )
             solution = _solve(problem, variant_battles, cells, weight, options.solver)
             fits[name] = _VariantFit(options, variant_battles, problem, solution)
 
-        # the variants share everything but the style, so the first one's options stand for all of them here
-        shared = next(iter(variants.values()))
         draws: dict[str, np.ndarray | None] = dict.fromkeys(fits)
         covariances: dict[str, np.ndarray | None] = dict.fromkeys(fits)
         if shared.ci is CIMethod.bootstrap:
@@ -86,20 +93,24 @@ def _solve(problem: Problem, battles: designs.Prepared, cells: designs.Cells, we
     if not problem.k:
         return newton(problem, count)
     plain = designs.design(battles.with_features(np.zeros((0, battles.n_rows)), ()), cells, weight)
-    start = newton(Problem(plain, davidson=problem.davidson, ridge=0.0), plain.row_count, tol=1e-3).theta
+    start = newton(Problem(plain, davidson=problem.davidson), plain.row_count, tol=1e-3).theta
     theta0 = np.concatenate([start[: problem.M], np.zeros(problem.k), start[problem.M :]])
     return newton(problem, count, theta0=theta0)
 
 
 def _ratings(fitted: _VariantFit, covariance: np.ndarray | None, draws: np.ndarray | None) -> Ratings:
     options, problem = fitted.options, fitted.problem
+    styled = problem.k > int(problem.position)
     warnings: tuple[str, ...] = ()
-    if options.ridge and not problem.k and options.compat is None:
+    if options.ridge and not styled and options.compat is None:
         warnings = ("--ridge penalises style coefficients; this fit has none, so it has no effect",)
+    penalty = problem.penalty
     settings = {
         "reweight": bool(options.reweight),
-        "ridge": float(options.ridge) if problem.k else 0.0,
-        "ridge_scale": "mean log-likelihood (arena-rank reg); summed scale = ridge x n_battles",
+        "ridge": float(penalty.coefficients),
+        "ridge_scale": "mean log-likelihood (arena-rank reg); summed scale = ridge x n_battles" if penalty.per_vote else
+                       "summed log-likelihood (FastChat reg); rating_ridge on beta = reg / ln(10)^2 (ratings in log10 units)",
+        **({"rating_ridge": float(penalty.ratings)} if penalty.ratings else {}),
         "compat": options.compat.value if options.compat else None,
         "solver": options.solver.value,
     }

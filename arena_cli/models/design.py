@@ -19,7 +19,7 @@ import polars as pl
 
 from arena_cli.schema import Frame, vote_weight
 from arena_cli.errors import InputError, NoDataError
-from arena_cli.models.options import REWEIGHT_FLOOR, BothBad, FitOptions, Ties, parse_style
+from arena_cli.models.options import REWEIGHT_FLOOR, BothBad, Compat, FitOptions, StyleTransform, Ties, parse_style
 
 #: Outcome codes: how many halves of a win model_a gets. y = code / 2 in the binomial likelihood.
 B_WINS, TIE, A_WINS = 0, 1, 2
@@ -44,7 +44,8 @@ class Prepared:
     transformed (and standardised unless ``--no-normalize``); ``cluster`` holds integer cluster codes (or None).
     ``vote_order``: how the rows are ordered when they are one per vote in vote order (:data:`BY_TIMESTAMP`
     or :data:`AS_READ`), None when their order means nothing. ``weight``: the weight of each of a row's votes
-    (all > 0: a vote of weight 0 is left out, as if absent), None when every vote weighs 1.
+    (all > 0: a vote of weight 0 is left out, as if absent), None when every vote weighs 1. ``baseline``: the
+    index of the model win rates are reported against (``--baseline-model``), or None.
     """
 
     models: tuple[str, ...]
@@ -59,6 +60,7 @@ class Prepared:
     warnings: tuple[str, ...]
     vote_order: str | None = None
     weight: np.ndarray | None = None
+    baseline: int | None = None
 
     @property
     def n_battles(self) -> int:
@@ -141,19 +143,23 @@ class Design:
 # --------------------------------------------------------------------------------------------- preparation
 
 
-def _style_exprs(schema: pl.Schema, terms: tuple[str, ...]) -> tuple[list[pl.Expr], list[pl.Expr]]:
+def _style_exprs(schema: pl.Schema, terms: tuple[str, ...], transform: StyleTransform) -> tuple[list[pl.Expr], list[pl.Expr]]:
     """Per term: its value per battle before standardisation (null where a battle lacks a feature), and
     whether the battle's counts for it are unusable (negative, or text that is not a number).
 
-    Counts use LMArena's transform d = (a - b) / (a + b + 1) on the per-side sums of a feature group; a
-    numeric battle-level column (a user's covariate, e.g. a sentiment difference) is used as it is. Counts
-    given as text (a JSON or CSV log keeps its extra columns as text) are read as numbers.
+    Counts use LMArena's transform d = (a - b) / (a + b + 1) on the per-side sums of a feature group, or
+    arena-hard-auto's (``transform``): the length (tokens) as (a - b) / (a + b), any other count as a density
+    per token c / (tokens + 1) on each side, then (a - b) / (a + b + 1). A numeric battle-level column (a user's
+    covariate, e.g. a sentiment difference) is used as it is. Counts given as text (a JSON or CSV log keeps its
+    extra columns as text) are read as numbers.
     """
     from arena_cli.features.registry import STYLE_GROUPS, side_columns
 
     values, unusable = [], []
     for term in terms:
-        pairs = [side_columns(m) for m in STYLE_GROUPS.get(term, (term,))]
+        members = STYLE_GROUPS.get(term, (term,))
+        density = transform is StyleTransform.arena_hard and members != ("tokens",)
+        pairs = [side_columns(m) for m in (*members, *(("tokens",) if density else ()))]
         columns = [c for pair in pairs for c in pair]
         if all(c in schema for c in columns):
             parsed, garbled = {}, []
@@ -165,9 +171,18 @@ def _style_exprs(schema: pl.Schema, terms: tuple[str, ...]) -> tuple[list[pl.Exp
                     garbled.append(pl.col(column).is_not_null() & parsed[column].is_null())
                 else:
                     raise InputError(f"style feature {term!r}: column {column!r} is {schema[column]}, not numeric")
-            side_a, side_b = (pl.sum_horizontal([parsed[p[side]] for p in pairs], ignore_nulls=False).cast(pl.Float64) for side in (0, 1))
-            values.append((side_a - side_b) / (side_a + side_b + 1.0))
-            unusable.append(pl.any_horizontal((side_a < 0) | (side_b < 0), *garbled))
+            sides = [
+                pl.sum_horizontal([parsed[p[side]] for p in pairs[: len(members)]], ignore_nulls=False).cast(pl.Float64) for side in (0, 1)
+            ]
+            negative = [(side < 0) for side in sides]
+            if density:
+                tokens = [parsed[pairs[-1][side]].cast(pl.Float64) for side in (0, 1)]
+                negative += [(t < 0) for t in tokens]
+                sides = [side / (t + 1.0) for side, t in zip(sides, tokens)]
+            side_a, side_b = sides
+            offset = 0.0 if transform is StyleTransform.arena_hard and not density else 1.0
+            values.append((side_a - side_b) / (side_a + side_b + offset))
+            unusable.append(pl.any_horizontal(*negative, *garbled))
         elif term in schema and term not in STYLE_GROUPS:
             if not schema[term].is_numeric():
                 raise InputError(f"style covariate {term!r} is {schema[term]}, not numeric")
@@ -255,7 +270,7 @@ class Encoder:
                 raise InputError(f"battles have no {column!r} column (columns: {', '.join(schema)})")
         if options.cluster and options.cluster not in schema:
             raise InputError(f"--cluster {options.cluster!r}: no such column (columns: {', '.join(schema)})")
-        style, unusable = _style_exprs(schema, self.terms)
+        style, unusable = _style_exprs(schema, self.terms, options.style_transform)
         return frame.select(
             # global categories: a model has the same code in both columns and every part, so each name is hashed once
             pl.col("model_a").cast(pl.String).cast(pl.Categorical).alias("_a"),
@@ -451,13 +466,37 @@ def prepare(battles: Battles, options: FitOptions) -> Prepared:
     if options.ties is Ties.davidson and np.all(outcome == TIE):
         raise InputError("--ties davidson: every battle is a tie, so the tie parameter has no finite estimate")
 
-    X, feature_names = _finish_features(X, list(terms), options.normalize, warnings, None if weight is None else count * weight)
+    baseline = _baseline(options, names, a, b, count)
+    arena_hard = options.style_transform is StyleTransform.arena_hard
+    X, feature_names = _finish_features(
+        X, list(terms), options.normalize, warnings, None if weight is None else count * weight,
+        ddof=1 if arena_hard else 0, sign=np.where(a == baseline, -1.0, 1.0) if arena_hard and baseline is not None else None,
+    )
     if cluster is not None:
         cluster = np.unique(cluster[keep_rows], return_inverse=True)[1]
     return Prepared(
         models=tuple(names), a=a, b=b, outcome=outcome.astype(np.int8), count=count, features=X, feature_names=tuple(feature_names),
         cluster=cluster, excluded=tuple(excluded), warnings=tuple(warnings), vote_order=encoded.vote_order, weight=weight,
+        baseline=baseline,
     )
+
+
+def _baseline(options: FitOptions, models: list[str], a: np.ndarray, b: np.ndarray, count: np.ndarray) -> int | None:
+    """The index of the model win rates are reported against: ``baseline_model``, or under ``--compat arena-hard``
+    the one model in every battle (arena-hard-auto's baseline); None when there is none to report."""
+    if options.baseline_model is not None:
+        if options.baseline_model not in models:
+            shown = ", ".join(models[:10]) + (", …" if len(models) > 10 else "")
+            raise InputError(f"--baseline-model {options.baseline_model!r}: no such model in the fit (models: {shown})")
+        return models.index(options.baseline_model)
+    if options.compat is not Compat.arena_hard:
+        return None
+    appearances = np.bincount(a, count, minlength=len(models)) + np.bincount(b, count, minlength=len(models))
+    everywhere = np.flatnonzero(appearances == count.sum())
+    if everywhere.size != 1:
+        found = "no model is" if everywhere.size == 0 else f"{everywhere.size} models are"
+        raise InputError(f"--compat arena-hard: {found} in every battle, so there is no baseline to find; name it with --baseline-model")
+    return int(everywhere[0])
 
 
 def _alone_clusters(codes: np.ndarray) -> np.ndarray:
@@ -469,23 +508,27 @@ def _alone_clusters(codes: np.ndarray) -> np.ndarray:
 
 
 def _finish_features(
-    X: np.ndarray, names: list[str], normalize: bool, warnings: list[str], weight: np.ndarray | None = None,
+    X: np.ndarray, names: list[str], normalize: bool, warnings: list[str], weight: np.ndarray | None = None, *,
+    ddof: int = 0, sign: np.ndarray | None = None,
 ) -> tuple[np.ndarray, list[str]]:
-    """Standardise (mean 0, population sd 1, as FastChat/arena-rank; weighted by ``weight`` per row, so that a
-    vote of weight 3 counts as three identical votes) and drop features with no information. Works in place:
-    ``X`` is the prepare step's own array."""
+    """Standardise (mean 0 and sd 1: the population sd as FastChat/arena-rank, ``ddof=1`` as arena-hard-auto;
+    weighted by ``weight`` per row, so that a vote of weight 3 counts as three identical votes) and drop features
+    with no information. ``sign`` (±1 per row) orients each row before the mean and sd are taken (arena-hard-auto
+    takes every difference as model minus baseline): the oriented values are standardised, and the rows keep
+    their own sign. Works in place: ``X`` is the prepare step's own array."""
     if not names:
         return X, names
     if normalize:
+        oriented = X if sign is None else X * sign
         if weight is None:
-            mean = X.mean(axis=1)
-            X -= mean[:, None]
-            sd = np.sqrt(np.einsum("kn,kn->k", X, X) / X.shape[1])
+            total: float = X.shape[1]
+            mean = oriented.mean(axis=1)
         else:
             total = float(weight.sum())
-            mean = X @ weight / total
-            X -= mean[:, None]
-            sd = np.sqrt((X * X) @ weight / total)
+            mean = oriented @ weight / total
+        X -= mean[:, None] if sign is None else np.outer(mean, sign)
+        squares = np.einsum("kn,kn->k", X, X) if weight is None else (X * X) @ weight
+        sd = np.sqrt(squares / (total - ddof)) if total > ddof else np.zeros_like(mean)
         informative = sd > 1e-12 * np.maximum(1.0, np.abs(mean))
         X /= np.where(informative, sd, 1.0)[:, None]
     else:
@@ -506,6 +549,30 @@ def pair_weights(cell_index: Cells) -> np.ndarray:
     per_pair = 1.0 / np.maximum(n_pair, REWEIGHT_FLOOR)
     per_pair /= float(per_pair @ n_pair) / float(n_pair.sum())
     return per_pair[cell_index.pair[cell_index.of_battle]]
+
+
+def check_position_identified(prepared: Prepared) -> None:
+    """An :class:`InputError` when the position term is confounded with the models' strengths: when strengths v
+    exist with v_a − v_b = 1 for every ordered pair (a shown first, b second) that met — one model always
+    shown first against the others, say — a first-position advantage cannot be told from a stronger model.
+    Swapped games (each pair in both orders) identify it; so do cycles of pairs shown in mixed orders.
+    Tested exactly by least squares on the ordered pairs (the models are connected: the residual is 0 only
+    for such v)."""
+    M = prepared.n_models
+    keys = _codes(prepared.a * M + prepared.b, M * M)[0]
+    first, second = keys // M, keys % M
+    laplacian = np.zeros((M, M))
+    np.add.at(laplacian, (first, second), -1.0)
+    np.add.at(laplacian, (second, first), -1.0)
+    laplacian[np.diag_indices(M)] -= laplacian.sum(axis=1)
+    shown_first = np.bincount(first, minlength=M) - np.bincount(second, minlength=M)
+    v = np.linalg.solve(laplacian + 1.0 / M, shown_first.astype(np.float64))
+    if np.abs(v[first] - v[second] - 1.0).max() < 1e-6:
+        raise InputError(
+            "--position-bias: the order in which models are shown is confounded with the models (e.g. one model is "
+            "always shown first): no battles show the same pairs in both orders, so the first-position advantage "
+            "cannot be estimated"
+        )
 
 
 # ---------------------------------------------------------------------------------- existence of the MLE

@@ -176,3 +176,5 @@ def _check(variants: Mapping[str, ResolvedFitOptions], options: ResolvedFitOptio
         raise InputError("online Elo resamples votes, not clusters: --cluster is for Bradley-Terry")
     if options.reweight or options.ridge:
         raise InputError("online Elo has no reweighting or ridge penalty: those are Bradley-Terry options")
+    if options.position_bias:
+        raise InputError("online Elo has no position term: --position-bias is for Bradley-Terry")

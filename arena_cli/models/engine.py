@@ -14,8 +14,10 @@ import polars as pl
 from arena_cli.errors import InputError
 from arena_cli.models import design as designs
 from arena_cli.models.methods import Progress, Ratings, rating_method
-from arena_cli.models.options import DEFAULT_MIN_BATTLES, CIMethod, FitOptions, ResolvedFitOptions, parse_style
-from arena_cli.models.result import COEF_DECIMALS, POINTS_PER_LOGIT, SCORE_OFFSET, FitResult, coefficient_frame, leaderboard_frame
+from arena_cli.models.options import POSITION, DEFAULT_MIN_BATTLES, CIMethod, FitOptions, ResolvedFitOptions, parse_style
+from arena_cli.models.result import (
+    COEF_DECIMALS, POINTS_PER_LOGIT, SCORE_OFFSET, FitResult, coefficient_frame, expected_score, leaderboard_frame,
+)
 
 
 def fit(battles: designs.Battles, options: FitOptions = FitOptions(), *, on_progress: Progress | None = None) -> FitResult:
@@ -67,7 +69,7 @@ def _result(ratings: Ratings, options: ResolvedFitOptions, prepared: designs.Pre
     M, k = prepared.n_models, len(ratings.feature_names)
     theta, theta_draws, covariance = ratings.theta, ratings.draws, ratings.covariance
     beta, gamma = theta[:M], theta[M : M + k]
-    anchor = _anchor(options, prepared.models)
+    anchor = _anchor(options, prepared.models, prepared.baseline)
 
     def to_scores(b: np.ndarray) -> np.ndarray:
         scores = SCORE_OFFSET + POINTS_PER_LOGIT * b
@@ -115,28 +117,87 @@ def _result(ratings: Ratings, options: ResolvedFitOptions, prepared: designs.Pre
         warnings.append(few_rounds)
 
     log_nu = float(theta[-1]) if ratings.tie_parameter else None
+    win_rate = _win_rates(ratings, prepared.baseline, M, covariance, z, options.confidence)
+    position = None
+    if POSITION in ratings.feature_names:
+        j = ratings.feature_names.index(POSITION)
+        bounds = (coef_lower[j], coef_upper[j]) if coef_lower is not None and coef_upper is not None else (None, None)
+        position = (float(gamma[j]), *bounds)
     return FitResult(
-        leaderboard=leaderboard_frame(prepared.models, scores, lower, upper, rank, rank_lower, rank_upper, records),
+        leaderboard=leaderboard_frame(prepared.models, scores, lower, upper, rank, rank_lower, rank_upper, records, win_rate),
         coefficients=coefficient_frame(ratings.feature_names, gamma, coef_lower, coef_upper),
-        settings=_settings(ratings, options, prepared, log_nu, tie_interval), models=prepared.models, beta=beta, gamma=gamma,
+        settings=_settings(ratings, options, prepared, log_nu, tie_interval, anchor, position), models=prepared.models, beta=beta, gamma=gamma,
         feature_names=ratings.feature_names, scores=scores, covariance=covariance, score_draws=score_draws,
         gamma_draws=gamma_draws, rank_draws=rank_draws, log_nu=log_nu, warnings=tuple(warnings),
     )
 
 
-def _anchor(options: ResolvedFitOptions, models: tuple[str, ...]) -> tuple[int, float] | None:
-    """(index of the anchor model, its published score), or None without an anchor."""
+def _anchor(options: ResolvedFitOptions, models: tuple[str, ...], baseline: int | None) -> tuple[int, float] | None:
+    """(index of the anchor model, its published score), or None without an anchor: ``--anchor``, else the
+    preset's when its model is fitted (FastChat pins mixtral only where it is; arena-hard pins the baseline)."""
     if options.anchor is None:
-        return None
+        if options.preset_anchor is None:
+            return None
+        model, score = options.preset_anchor
+        index = baseline if model is None else models.index(model) if model in models else None
+        return None if index is None else (index, score)
     model, score = options.anchor
     if model not in models:
         raise InputError(f"--anchor {model!r}: no such model in the fit (models: {', '.join(models[:10])}{', …' if len(models) > 10 else ''})")
     return models.index(model), score
 
 
+def _win_rates(
+    ratings: Ratings, baseline: int | None, M: int, covariance: np.ndarray | None, z: float, confidence: float,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None] | None:
+    """Each model's predicted win rate against the baseline model (:func:`~arena_cli.models.result.expected_score`:
+    equal style, both orders averaged), with its interval: under the sandwich by the delta method on the logit
+    of the win rate (with no position term and ties as half wins, exactly the win rates at the ends of the
+    interval of β − β_baseline); with bootstrap draws their percentiles. None without a baseline model."""
+    from arena_cli.models.uncertainty import percentile_interval
+
+    if baseline is None:
+        return None
+    position = M + ratings.feature_names.index(POSITION) if POSITION in ratings.feature_names else None
+
+    def rates(theta: np.ndarray, shift: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> np.ndarray:
+        """Win rates at θ (one row per draw), with (δ, π, log ν) shifted by ``shift`` (for derivatives)."""
+        beta = theta[..., :M]
+        delta = beta - beta[..., [baseline]] + shift[0]
+        pi = theta[..., [position]] + shift[1] if position is not None else 0.0
+        log_nu = theta[..., [-1]] + shift[2] if ratings.tie_parameter else None
+        return expected_score(delta, pi, log_nu)
+
+    estimate = rates(ratings.theta)
+    if covariance is not None:
+        # d logit(rate) / d(δ, π, log ν) by central differences, then the gradient in θ and its variance
+        def logit(j: int, step: float) -> np.ndarray:
+            with np.errstate(divide="ignore"):
+                rate = rates(ratings.theta, tuple(step if i == j else 0.0 for i in range(3)))  # type: ignore[arg-type]
+                return np.log(rate) - np.log1p(-rate)
+
+        h = 1e-5
+        slope = [(logit(j, h) - logit(j, -h)) / (2 * h) for j in range(3)]
+        G = np.zeros((M, ratings.theta.size))
+        G[np.arange(M), np.arange(M)] += slope[0]
+        G[:, baseline] -= slope[0]
+        if position is not None:
+            G[:, position] = slope[1]
+        if ratings.tie_parameter:
+            G[:, -1] = slope[2]
+        se = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", G, covariance, G), 0.0, None))
+        with np.errstate(divide="ignore"):
+            centre = np.log(estimate) - np.log1p(-estimate)
+        return estimate, expected_score(centre - z * se), expected_score(centre + z * se)
+    if ratings.draws is not None:
+        lower, upper = percentile_interval(rates(ratings.draws), confidence)
+        return estimate, np.clip(lower, 0.0, 1.0), np.clip(upper, 0.0, 1.0)
+    return estimate, None, None
+
+
 def _settings(
     ratings: Ratings, options: ResolvedFitOptions, prepared: designs.Prepared, log_nu: float | None,
-    tie_interval: tuple[float, float] | None,
+    tie_interval: tuple[float, float] | None, anchor: tuple[int, float] | None, position: tuple[float, float | None, float | None] | None,
 ) -> dict[str, Any]:
     """JSON-safe and deterministic: everything needed to reproduce the numbers."""
     import importlib
@@ -148,13 +209,16 @@ def _settings(
     settings: dict[str, Any] = {
         "method": ratings.method,
         "style": options.style,
-        "features": list(ratings.feature_names),
+        "features": [f for f in ratings.feature_names if f != POSITION],
         "normalize": options.normalize,
+        "style_transform": options.style_transform.value,
         "ties": options.ties.value,
         "both_bad": options.both_bad.value,
         **ratings.settings,
-        "anchor": {"model": options.anchor[0], "score": float(options.anchor[1])} if options.anchor else None,
-        "score_scale": {"offset": SCORE_OFFSET, "points_per_logit": float(POINTS_PER_LOGIT), "gauge": "anchor" if options.anchor else "mean beta = 0"},
+        "anchor": {"model": prepared.models[anchor[0]], "score": float(anchor[1])} if anchor else None,
+        "score_scale": {"offset": SCORE_OFFSET, "points_per_logit": float(POINTS_PER_LOGIT), "gauge": "anchor" if anchor else "mean beta = 0"},
+        "position_bias": options.position_bias,
+        "baseline_model": prepared.models[prepared.baseline] if prepared.baseline is not None else None,
         "min_battles": options.min_battles,
         "ci": options.ci.value,
         "confidence": options.confidence,
@@ -170,4 +234,6 @@ def _settings(
     if log_nu is not None:
         bounds = [round(float(np.exp(v)), COEF_DECIMALS) for v in tie_interval] if tie_interval else [None, None]
         settings["tie_parameter"] = {"nu": round(float(np.exp(log_nu)), COEF_DECIMALS), "lower": bounds[0], "upper": bounds[1]}
+    if position is not None:
+        settings["position"] = dict(zip(("coef", "lower", "upper"), (None if v is None else round(float(v), COEF_DECIMALS) for v in position)))
     return settings

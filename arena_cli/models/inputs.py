@@ -16,20 +16,22 @@ import polars as pl
 
 from arena_cli.io.battles import Loaded
 from arena_cli.io.options import BattleFilter, FeatureOptions, Source
-from arena_cli.models.options import FitOptions, parse_style
+from arena_cli.models.options import FitOptions, StyleTransform, parse_style
 from arena_cli.schema import Frame
 
 if TYPE_CHECKING:
     from arena_cli.models.design import Encoded, Encoder
 
 
-def _feature_members(term: str) -> tuple[str, ...] | None:
-    """The registry features a style term sums, or None for a user covariate."""
+def _feature_members(term: str, transform: StyleTransform = StyleTransform.lmarena) -> tuple[str, ...] | None:
+    """The registry features a style term is computed from, or None for a user covariate: the features it sums,
+    and the tokens each side's density divides by under arena-hard-auto's transform (all but the length)."""
     from arena_cli.features.registry import BY_NAME, STYLE_GROUPS
 
-    if term in STYLE_GROUPS:
-        return STYLE_GROUPS[term]
-    return (term,) if term in BY_NAME else None
+    members = STYLE_GROUPS[term] if term in STYLE_GROUPS else (term,) if term in BY_NAME else None
+    if members is None or transform is StyleTransform.lmarena or members == ("tokens",):
+        return members
+    return (*members, "tokens")
 
 
 def load_fit_battles(
@@ -41,9 +43,11 @@ def load_fit_battles(
     features: FeatureOptions = FeatureOptions(),
     extra_columns: Sequence[str] = (),
     map_batch: Encoder | None = None,
+    transform: StyleTransform = StyleTransform.lmarena,
 ) -> Loaded[list[Frame]]:
     """Battles for fitting every style spec in ``styles`` (one for ``arena fit``, several for variants), in
     parts: one per store part when nothing needs computing (a store whose counts are complete); else one.
+    ``transform``: the style transform (arena-hard-auto's also needs the token counts of markdown terms).
 
     ``extra_columns``: also read these (a report's summary describes the battles the fit reads).
     ``map_batch``: a fit's :class:`~arena_cli.models.design.Encoder`, applied part by part, and batch by batch (or
@@ -57,7 +61,7 @@ def load_fit_battles(
 
     sources, store = source.files, source.store_path  # a files source still finds cached features in the store
     terms = list(dict.fromkeys(t for spec in styles for t in parse_style(spec)))
-    needed = sorted({f for t in terms for f in (_feature_members(t) or ())})
+    needed = sorted({f for t in terms for f in (_feature_members(t, transform) or ())})
     covariates = [t for t in terms if _feature_members(t) is None]
     columns = ["model_a", "model_b", "outcome", WEIGHT, *extra_columns, *([cluster] if cluster else [])]
     columns += [c for t in covariates for c in (t, *side_columns(t))]
@@ -154,5 +158,6 @@ def load_encoded_battles(
 
     encoder = Encoder(options)  # an order-dependent method (Elo) reads the votes' timestamps too
     loaded = load_fit_battles(source, filters, [options.style], cluster=options.cluster, features=features,
-                              extra_columns=[TIMESTAMP] if encoder.ordered else [], map_batch=encoder)
+                              extra_columns=[TIMESTAMP] if encoder.ordered else [], map_batch=encoder,
+                              transform=encoder.options.style_transform)
     return Loaded(Encoded(loaded.battles), loaded.warnings)

@@ -42,7 +42,19 @@ class Solver(str, Enum):
 
 
 class Compat(str, Enum):
-    arena_rank = "arena-rank"
+    """A published tool whose defaults (and conventions) the fit takes for every option left unset."""
+
+    arena_rank = "arena-rank"  # arena-rank 0.1.1 (LMArena's package)
+    fastchat = "fastchat"      # FastChat's rating_systems.py (LMArena's leaderboard code before arena-rank)
+    arena_hard = "arena-hard"  # arena-hard-auto v2's show_result.py: win rates against a baseline
+
+
+class StyleTransform(str, Enum):
+    """How a style term's per-side values become the battle's covariate (before standardisation)."""
+
+    lmarena = "lmarena"        # d = (a - b) / (a + b + 1) on each group's per-side sums; population sd (FastChat, arena-rank)
+    arena_hard = "arena-hard"  # length (a - b) / (a + b); other counts as densities c / (tokens + 1), then
+    #                            (a - b) / (a + b + 1); oriented against the baseline model; sd with ddof 1
 
 
 class Method(str, Enum):
@@ -63,6 +75,18 @@ DEFAULT_SEED = 42
 DEFAULT_MIN_BATTLES = 50
 #: Reweighting floor: a pair's weight is 1 / max(n_pair, REWEIGHT_FLOOR) (arena-rank's min_pair_count).
 REWEIGHT_FLOOR = 50
+#: The default confidence of every interval (arena-hard-auto reports 90%).
+DEFAULT_CONFIDENCE = 0.95
+ARENA_HARD_CONFIDENCE = 0.90
+#: FastChat's ``reg`` of ``fit_contextual_bt``: the penalty (reg/2)·Σθ² on the *summed* log-likelihood, over the
+#: model ratings (in log10-odds units, so λ = reg/ln(10)² on β) and the style coefficients alike.
+FASTCHAT_REG = 0.5
+#: FastChat's ``scale_and_offset``: mixtral-8x7b-instruct-v0.1 pinned at 1114 when it is among the models.
+FASTCHAT_ANCHOR = ("mixtral-8x7b-instruct-v0.1", 1114.0)
+#: arena-hard-auto's Elo display (``compute_mle_elo``): the baseline model pinned at 1000.
+ARENA_HARD_BASELINE_SCORE = 1000.0
+#: The name of the position term (the first-shown model's advantage) among the coefficients.
+POSITION = "position"
 
 # What each numeric fit option accepts (the CLI declares its options with these very rules).
 RIDGE = Bounds("--ridge", low=0)
@@ -87,6 +111,9 @@ class FitOptions:
     features (``<name>_a``/``<name>_b`` columns) or numeric battle columns. ``ridge`` is the L2 penalty
     (ridge/2)·Σγ² added to the *mean* negative log-likelihood over battles (reweighting weights normalised to
     mean 1), i.e. arena-rank's ``reg``; on the summed log-likelihood it is (ridge·n/2)·Σγ².
+    ``position_bias``: estimate the advantage of the model shown first (model_a), a log-odds intercept.
+    ``baseline_model``: also report each model's predicted win rate against this model (``--compat arena-hard``
+    finds it in the data). ``style_transform``: how style terms are computed (default: the preset's).
     """
 
     style: str = "none"
@@ -101,16 +128,20 @@ class FitOptions:
     ci: CIMethod | None = None
     rounds: int = 1000
     seed: int = DEFAULT_SEED
-    confidence: float = 0.95
+    confidence: float | None = None
     cluster: str | None = None
     solver: Solver = Solver.newton
     workers: int | None = None
     method: Method = Method.bradley_terry
+    position_bias: bool = False
+    baseline_model: str | None = None
+    style_transform: StyleTransform | None = None
 
     def __post_init__(self) -> None:
         """Accept plain strings for the choices (``ci="sandwich"``), as the CLI's enums are str enums."""
         enum_fields: tuple[tuple[str, type[Enum]], ...] = (
             ("ties", Ties), ("both_bad", BothBad), ("ci", CIMethod), ("solver", Solver), ("compat", Compat), ("method", Method),
+            ("style_transform", StyleTransform),
         )
         for name, kind in enum_fields:
             value = getattr(self, name)
@@ -128,19 +159,34 @@ class FitOptions:
     def resolved(self) -> ResolvedFitOptions:
         """Concrete values for every ``None`` field, from the compat preset or the plain defaults."""
         styled = parse_style(self.style) != ()
+        if self.position_bias and POSITION in parse_style(self.style):
+            raise OptionError("--position-bias", f"the style term {POSITION!r} has the name of the position term; rename the column")
+        preset: dict[str, object] = {
+            "reweight": False, "ridge": 0.0, "ci": CIMethod.bootstrap, "min_battles": DEFAULT_MIN_BATTLES,
+            "confidence": DEFAULT_CONFIDENCE, "style_transform": StyleTransform.lmarena,
+        }
+        fixed: dict[str, object] = {}  # what a preset sets that no option of its own can
         if self.compat is Compat.arena_rank:
             # arena-rank 0.1.1: BradleyTerry (no reweighting, no penalty) for plain fits; ContextualBradleyTerry
             # (reweighted, reg=1.0 on the mean log-likelihood) with style; sandwich intervals; every model kept.
-            reweight, ridge, ci, min_battles = styled, 1.0 if styled else 0.0, CIMethod.sandwich, 1
-        else:
-            reweight, ridge, ci, min_battles = False, 0.0, CIMethod.bootstrap, DEFAULT_MIN_BATTLES
+            preset.update(reweight=styled, ridge=1.0 if styled else 0.0, ci=CIMethod.sandwich, min_battles=1)
+        elif self.compat is Compat.fastchat:
+            # FastChat: compute_bt (no penalty) for plain fits; fit_contextual_bt with style: reg 0.5 on the summed
+            # log-likelihood over every rating and coefficient; every model kept; mixtral pinned at 1114 if present.
+            preset.update(min_battles=1)
+            if styled and self.ridge is None:
+                fixed = {"ridge": FASTCHAT_REG, "rating_ridge": FASTCHAT_REG / math.log(10.0) ** 2, "ridge_per_vote": False}
+            if self.method is Method.bradley_terry:
+                fixed["preset_anchor"] = FASTCHAT_ANCHOR
+        elif self.compat is Compat.arena_hard:
+            # arena-hard-auto v2: its style transform, 90% intervals, every model kept; the baseline pinned at 1000.
+            preset.update(min_battles=1, confidence=ARENA_HARD_CONFIDENCE, style_transform=StyleTransform.arena_hard)
+            fixed["preset_anchor"] = (None, ARENA_HARD_BASELINE_SCORE)
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(FitOptions)}
         out = ResolvedFitOptions(**{
             **fields,
-            "reweight": reweight if self.reweight is None else self.reweight,
-            "ridge": ridge if self.ridge is None else self.ridge,
-            "ci": ci if self.ci is None else self.ci,
-            "min_battles": min_battles if self.min_battles is None else self.min_battles,
+            **{name: default if fields[name] is None else fields[name] for name, default in preset.items()},
+            **fixed,
         })
         out.validate()
         return out
@@ -150,6 +196,30 @@ class FitOptions:
         for bounds, value in ((CONFIDENCE, self.confidence), (ROUNDS, self.rounds), (RIDGE, self.ridge),
                               (MIN_BATTLES, self.min_battles), (WORKERS, self.workers), (SEED, self.seed)):
             bounds.check(value)
+
+
+@dataclass(frozen=True)
+class ResolvedFitOptions(FitOptions):
+    """:class:`FitOptions` with the preset-dependent fields filled in (:meth:`FitOptions.resolved`)."""
+
+    anchor: tuple[str, float] | None = None  # a "model=score" string is parsed by FitOptions
+    reweight: bool = False
+    ridge: float = 0.0
+    min_battles: int = DEFAULT_MIN_BATTLES
+    ci: CIMethod = CIMethod.bootstrap
+    confidence: float = DEFAULT_CONFIDENCE
+    style_transform: StyleTransform = StyleTransform.lmarena
+    #: the penalty on each model's β (FastChat's penalty on its ratings), on the scale ``ridge`` is on
+    rating_ridge: float = 0.0
+    #: whether the penalties are on the mean log-likelihood (× the total vote weight), else on the summed one
+    ridge_per_vote: bool = True
+    #: a preset's anchor when ``anchor`` is unset, applied only if the model is fitted (None: the baseline model)
+    preset_anchor: tuple[str | None, float] | None = None
+
+    @property
+    def penalty(self) -> Penalty:
+        """The L2 penalty of a style fit (a fit without style terms is never penalised)."""
+        return Penalty(self.ridge, self.rating_ridge, self.ridge_per_vote)
 
     def few_rounds_warning(self) -> str | None:
         """Why intervals from these few resamples (or normal draws) should not be trusted, or None."""
@@ -164,14 +234,18 @@ class FitOptions:
 
 
 @dataclass(frozen=True)
-class ResolvedFitOptions(FitOptions):
-    """:class:`FitOptions` with the preset-dependent fields filled in (:meth:`FitOptions.resolved`)."""
+class Penalty:
+    """The L2 penalty (1/2)·(``coefficients``·Σγ² + ``ratings``·Σβ²) subtracted from the log-likelihood; the
+    position term and Davidson's tie parameter are never penalised. ``per_vote``: each λ is on the mean
+    log-likelihood (arena-rank's ``reg``), i.e. multiplied by the total vote weight on the summed scale;
+    otherwise it is on the summed scale (FastChat's ``reg``)."""
 
-    anchor: tuple[str, float] | None = None  # a "model=score" string is parsed by FitOptions
-    reweight: bool = False
-    ridge: float = 0.0
-    min_battles: int = DEFAULT_MIN_BATTLES
-    ci: CIMethod = CIMethod.bootstrap
+    coefficients: float = 0.0
+    ratings: float = 0.0
+    per_vote: bool = True
+
+    def __bool__(self) -> bool:
+        return bool(self.coefficients or self.ratings)
 
 
 def parse_style(style: str) -> tuple[str, ...]:

@@ -19,6 +19,8 @@ POINTS_PER_LOGIT = 400.0 / np.log(10.0)
 LEADERBOARD_COLUMNS = (
     "rank", "rank_lower", "rank_upper", "model", "score", "score_lower", "score_upper", "battles", "wins", "ties", "losses",
 )
+#: With a baseline model (``--baseline-model``), after ``score_upper``: the predicted win rate against it.
+WIN_RATE_COLUMNS = ("win_rate", "win_rate_lower", "win_rate_upper")
 #: Output rounding (score points, log-odds): far below any meaningful difference, and enough to make the
 #: JSON byte-identical across machines whose floating-point summation orders differ in the last bits.
 SCORE_DECIMALS = 6
@@ -29,9 +31,10 @@ COEF_DECIMALS = 9
 class FitResult:
     """One fitted leaderboard.
 
-    ``leaderboard`` has exactly :data:`LEADERBOARD_COLUMNS`, sorted by score (descending, then model);
-    ``coefficients`` has ``feature, coef, lower, upper`` (log-odds per standard deviation of each style
-    feature; empty without style). The arrays are indexed like ``models`` (alphabetical): ``beta`` is the
+    ``leaderboard`` has exactly :data:`LEADERBOARD_COLUMNS` (and :data:`WIN_RATE_COLUMNS` after the score with a
+    baseline model), sorted by score (descending, then model); ``coefficients`` has ``feature, coef, lower,
+    upper`` (log-odds per standard deviation of each style feature, and the position term's log-odds with
+    ``position_bias``; empty without either). The arrays are indexed like ``models`` (alphabetical): ``beta`` is the
     natural-scale strength in the Σβ = 0 gauge, ``scores`` the published scores (anchor applied),
     ``covariance`` the sandwich covariance of (β, γ[, log ν]) (None unless ``ci=sandwich``),
     ``score_draws``/``gamma_draws``/``rank_draws`` one row per bootstrap round (or per normal draw under the
@@ -62,6 +65,13 @@ class FitResult:
 
         return leaderboard_document(self)
 
+    @property
+    def position(self) -> float:
+        """The position term π (log-odds advantage of the model shown first), 0 without one."""
+        from arena_cli.models.options import POSITION
+
+        return float(self.gamma[self.feature_names.index(POSITION)]) if POSITION in self.feature_names else 0.0
+
     def index(self, model: str) -> int:
         try:
             return self.models.index(model)
@@ -70,7 +80,8 @@ class FitResult:
 
 
 def predict_win_prob(result: FitResult, model_a: str | Sequence[str], model_b: str | Sequence[str]) -> float | np.ndarray:
-    """Model-predicted P(model_a beats model_b) with equal style (style differences at their mean, 0).
+    """Model-predicted P(model_a beats model_b) with equal style (style differences at their mean, 0), and the
+    order they are shown in averaged out when the fit has a position term.
 
     Half a tie counts as half a win in the Bradley-Terry fit; under Davidson's model this is the probability
     of winning a battle that is not a tie.
@@ -78,8 +89,25 @@ def predict_win_prob(result: FitResult, model_a: str | Sequence[str], model_b: s
     scalar = isinstance(model_a, str) and isinstance(model_b, str)
     ia = np.array([result.index(m) for m in ([model_a] if isinstance(model_a, str) else model_a)])
     ib = np.array([result.index(m) for m in ([model_b] if isinstance(model_b, str) else model_b)])
-    p = 1.0 / (1.0 + np.exp(-(result.beta[ia] - result.beta[ib])))
+    p = expected_score(result.beta[ia] - result.beta[ib], result.position)
     return float(p[0]) if scalar else p
+
+
+def expected_score(delta: np.ndarray, position: float | np.ndarray = 0.0, log_nu: float | np.ndarray | None = None) -> np.ndarray:
+    """The predicted share of wins (a tie counting half) of a model whose strength exceeds its opponent's by
+    ``delta`` (log-odds) at equal style, averaged over the two orders of showing them: ½·(p(δ + π) + p(δ − π))
+    for the position term π. p is σ under Bradley-Terry, P(win) + ½·P(tie) under Davidson's model (``log_nu``).
+    Exactly ½ at δ = 0, whatever π and ν. Computed in log space, so that infinite strengths give 0 or 1."""
+    delta = np.asarray(delta, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return 0.5 * (_shown_first(delta + position, log_nu) + _shown_first(delta - position, log_nu))
+
+
+def _shown_first(d: np.ndarray, log_nu: float | np.ndarray | None) -> np.ndarray:
+    if log_nu is None:
+        return np.exp(-np.logaddexp(0.0, -d))
+    half_tie = np.asarray(log_nu) - np.log(2.0)
+    return np.exp(np.logaddexp(0.5 * d, half_tie) - np.logaddexp(np.logaddexp(0.5 * d, -0.5 * d), log_nu))
 
 
 def leaderboard_frame(
@@ -91,7 +119,9 @@ def leaderboard_frame(
     rank_lower: np.ndarray | None,
     rank_upper: np.ndarray | None,
     records: dict[str, np.ndarray],
+    win_rate: tuple[np.ndarray, np.ndarray | None, np.ndarray | None] | None = None,
 ) -> pl.DataFrame:
+    """``win_rate``: (estimate, lower, upper) against the baseline model, when there is one."""
     n = len(models)
 
     def floats(values):
@@ -104,6 +134,7 @@ def leaderboard_frame(
         "rank": ints(rank), "rank_lower": ints(rank_lower), "rank_upper": ints(rank_upper),
         "model": pl.Series(list(models), dtype=pl.String),
         "score": floats(scores), "score_lower": floats(lower), "score_upper": floats(upper),
+        **({name: floats(values) for name, values in zip(WIN_RATE_COLUMNS, win_rate)} if win_rate is not None else {}),
         **{k: ints(records[k]) for k in ("battles", "wins", "ties", "losses")},
     })
     return frame.sort(["score", "model"], descending=[True, False], nulls_last=True)

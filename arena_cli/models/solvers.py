@@ -1,16 +1,19 @@
 """Maximum-likelihood solvers for Bradley-Terry (binomial, ties as y = 0.5) and Davidson's tie model.
 
 Parameterisation: θ = (β_1..β_M, γ_1..γ_k[, τ]). For a battle of models a and b with style differences x,
-the linear predictor is d = β_a − β_b + γ·x.
+the linear predictor is d = β_a − β_b + γ·x. With a position term the last row of x is 1 for every battle:
+its γ is π, the log-odds advantage of the model shown first (model_a).
 
 * Bradley-Terry: P(a wins) = σ(d); a battle with outcome code c ∈ {0, 1, 2} contributes
   y·d − log(1 + e^d) with y = c/2, so a tie is half a win each way.
 * Davidson: P(a) ∝ e^{d/2}, P(b) ∝ e^{−d/2}, P(tie) ∝ ν = e^τ. β keeps its Bradley-Terry meaning
   (σ(d) = P(a wins | not a tie)).
 
-The objective is Σ_rows count·weight·loglik − (λ/2)·‖γ‖² with λ = ridge × (number of battles, or their total
-vote weight): ``ridge`` is on the mean log-likelihood scale (arena-rank's ``reg``), λ on the summed scale. β is identified up to a
-common shift; the solver fixes the gauge Σβ = 0 by adding a rank-one term along the null direction of the
+The objective is Σ_rows count·weight·loglik − ½·Σ_j λ_j·θ_j², the penalty of :class:`~arena_cli.models.options.Penalty`:
+λ = ridge on each style coefficient (and rating_ridge on each β) on the summed scale, times the number of
+battles (or their total vote weight) when it is on the mean log-likelihood scale (arena-rank's ``reg``);
+the position term and τ are not penalised. β is identified up to a common shift (a penalty on β picks
+Σβ = 0 itself); the solver fixes the gauge Σβ = 0 by adding a rank-one term along the null direction of the
 Hessian, which leaves the Newton step unchanged and makes the system positive definite.
 
 Model-shaped sums use ``np.bincount`` over pairs; the few dense products (features × battles) use BLAS, which
@@ -25,6 +28,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from arena_cli.models.design import Design
+from arena_cli.models.options import Penalty
 
 
 @dataclass(frozen=True)
@@ -49,15 +53,22 @@ class _RowTerms:
 
 
 class Problem:
-    """A design with its fixed options; evaluates objective, gradient and information at θ."""
+    """A design with its fixed options; evaluates objective, gradient and information at θ.
 
-    def __init__(self, design: Design, *, davidson: bool, ridge: float):
+    ``position``: the design's last feature row is the position term (never penalised)."""
+
+    def __init__(self, design: Design, *, davidson: bool, penalty: Penalty = Penalty(), position: bool = False):
         self.design = design
         self.davidson = davidson
-        self.ridge = ridge
+        self.penalty = penalty
+        self.position = position
         self.M = design.n_models
         self.k = design.n_features
         self.n_params = self.M + self.k + int(davidson)
+        #: λ per parameter, on the scale of ``penalty`` (per vote, or summed)
+        self.lambdas = np.zeros(self.n_params)
+        self.lambdas[: self.M] = penalty.ratings
+        self.lambdas[self.M : self.M + self.k - int(position)] = penalty.coefficients
         self.pair_key = design.pair_a * self.M + design.pair_b
         self.n_pairs = design.pair_a.size
         if davidson:
@@ -90,16 +101,18 @@ class Problem:
             d += np.dot(theta[self.M : self.M + self.k], self.design.X[:, rows], out=self.scratch("style", (CHUNK,))[: d.size])
         return d
 
-    def ridge_sum(self, count: np.ndarray) -> float:
-        """λ on the summed scale for a resample with these battle counts (weighted by the vote weights: votes of
-        weight 3 weigh on the penalty as three votes do)."""
+    def ridge_sum(self, count: np.ndarray) -> np.ndarray:
+        """λ per parameter on the summed scale for a resample with these battle counts (a per-vote penalty is
+        weighted by the vote weights: votes of weight 3 weigh on it as three votes do)."""
+        if not self.penalty.per_vote:
+            return self.lambdas
         votes = count if self.design.vote_weight is None else count * self.design.vote_weight
-        return self.ridge * float(votes.sum())
+        return self.lambdas * float(votes.sum())
 
-    def terms(self, theta: np.ndarray, cw: np.ndarray, ridge_sum: float, objective: bool = True) -> _RowTerms:
+    def terms(self, theta: np.ndarray, cw: np.ndarray, ridge_sum: np.ndarray, objective: bool = True) -> _RowTerms:
         """Per-row terms at θ; ``objective=False`` skips the log-likelihood (NaN), 40% of the cost, when no line
         search needs it."""
-        penalty = 0.5 * ridge_sum * float(theta[self.M : self.M + self.k] @ theta[self.M : self.M + self.k])
+        penalty = 0.5 * float(ridge_sum @ (theta * theta))
         if self.davidson:
             return self._davidson_terms(theta, cw, penalty)
         s_d, h_dd = np.empty(self.design.n_rows), np.empty(self.design.n_rows)
@@ -194,17 +207,16 @@ class Problem:
             out[-1, -1] = w_tt.sum()
         return out
 
-    def information(self, terms: _RowTerms, cw: np.ndarray, ridge_sum: float) -> np.ndarray:
+    def information(self, terms: _RowTerms, cw: np.ndarray, ridge_sum: np.ndarray) -> np.ndarray:
         """Negative Hessian of the objective (penalty included)."""
         J = self.matrix(cw * terms.h_dd, *((cw * terms.h_dt, cw * terms.h_tt) if self.davidson else ()))
-        if self.k:
-            J[self.M : self.M + self.k, self.M : self.M + self.k] += ridge_sum * np.eye(self.k)
+        J[np.diag_indices(self.n_params)] += ridge_sum
         return J
 
-    def gradient(self, theta: np.ndarray, terms: _RowTerms, cw: np.ndarray, ridge_sum: float) -> np.ndarray:
+    def gradient(self, theta: np.ndarray, terms: _RowTerms, cw: np.ndarray, ridge_sum: np.ndarray) -> np.ndarray:
         """Gradient of the objective (penalty included)."""
         g = self.vector(cw * terms.s_d, cw * terms.s_t if self.davidson else None)
-        g[self.M : self.M + self.k] -= ridge_sum * theta[self.M : self.M + self.k]
+        g -= ridge_sum * theta
         return g
 
 
@@ -321,10 +333,12 @@ def statsmodels_fit(problem: Problem, count: np.ndarray, active: np.ndarray | No
     rows = np.flatnonzero(cw > 0)
     M, k = problem.M, problem.k
     fitted = np.flatnonzero(np.ones(M, dtype=bool) if active is None else active)
-    # the first fitted model is the reference (β = 0) in statsmodels' parameterisation; Σβ = 0 is restored after
+    # the first fitted model is the reference (β = 0) in statsmodels' parameterisation, and Σβ = 0 is restored
+    # after; a penalty on β identifies every β itself (at Σβ = 0), so then every model has its column
+    free = fitted if problem.penalty.ratings else fitted[1:]
     column = np.full(M, -1)
-    column[fitted[1:]] = np.arange(fitted.size - 1)
-    n_models = fitted.size - 1
+    column[free] = np.arange(free.size)
+    n_models = free.size
     Z = np.zeros((rows.size, n_models + k))
     for model, sign in ((design.pair_a[design.row_pair[rows]], 1.0), (design.pair_b[design.row_pair[rows]], -1.0)):
         hit = column[model] >= 0
@@ -334,22 +348,23 @@ def statsmodels_fit(problem: Problem, count: np.ndarray, active: np.ndarray | No
     outcome = design.row_outcome[rows]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if not problem.davidson and ridge_sum == 0:
+        if not problem.davidson and not ridge_sum.any():
             import statsmodels.api as sm
 
             model = sm.GLM(outcome * 0.5, Z, family=sm.families.Binomial(), freq_weights=cw[rows])
             params = model.fit(method="newton", tol=1e-14, maxiter=200, disp=0).params
         else:
-            params = _generic_fit(problem, Z, n_models, outcome, cw[rows], ridge_sum)
+            params = _generic_fit(problem, Z, outcome, cw[rows], ridge_sum[np.concatenate([free, np.arange(M, problem.n_params)])])
     theta = np.zeros(problem.n_params)
-    theta[fitted[1:]] = params[:n_models]
+    theta[free] = params[:n_models]
     theta[fitted] -= theta[fitted].mean()
     theta[M:] = params[n_models:]
     return Solution(theta=theta, iterations=0)
 
 
-def _generic_fit(problem: Problem, Z: np.ndarray, first_style: int, outcome: np.ndarray, weight: np.ndarray, ridge_sum: float) -> np.ndarray:
-    """Penalised Bradley-Terry or Davidson by statsmodels' GenericLikelihoodModel (its own numerical derivatives)."""
+def _generic_fit(problem: Problem, Z: np.ndarray, outcome: np.ndarray, weight: np.ndarray, ridge_sum: np.ndarray) -> np.ndarray:
+    """Penalised Bradley-Terry or Davidson by statsmodels' GenericLikelihoodModel (its own numerical derivatives);
+    ``ridge_sum``: λ per parameter of ``params``."""
     from statsmodels.base.model import GenericLikelihoodModel
 
     n_linear = Z.shape[1]
@@ -357,8 +372,7 @@ def _generic_fit(problem: Problem, Z: np.ndarray, first_style: int, outcome: np.
     class Pairwise(GenericLikelihoodModel):
         def loglike(self, params):
             d = Z @ params[:n_linear]
-            gamma = params[first_style:n_linear]
-            penalty = 0.5 * ridge_sum * float(gamma @ gamma)
+            penalty = 0.5 * float(ridge_sum @ (params * params))
             if not problem.davidson:
                 return float(weight @ (outcome * 0.5 * d - np.logaddexp(0.0, d))) - penalty
             tau = params[-1]

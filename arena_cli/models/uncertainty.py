@@ -43,7 +43,7 @@ def sandwich(
 
     ``arena_rank=True`` reproduces arena-rank 0.1.1's formula instead (for ``--compat arena-rank``): its J
     leaves the ridge penalty out and adds 1e-5 per battle to the whole diagonal, and its centring term is
-    ridge²·γγᵀ. ``terms``: the solver's per-row terms at θ, when at hand.
+    ridge²·γγᵀ (λθ (λθ)ᵀ, λ on the mean scale). ``terms``: the solver's per-row terms at θ, when at hand.
     """
     design = problem.design
     weight = design.row_weight
@@ -66,10 +66,9 @@ def sandwich(
             shared = np.asarray(S.T @ share).ravel()
             centring = np.outer(total, shared) + np.outer(shared, total) - float(share @ share) * np.outer(total, total)
     if arena_rank:
-        J = problem.information(terms, cw, 0.0) + 1e-5 * n * np.eye(problem.n_params)
-        penalised = np.zeros_like(theta)
-        penalised[problem.M : problem.M + problem.k] = theta[problem.M : problem.M + problem.k]
-        centring = problem.ridge**2 * np.outer(penalised, penalised)
+        J = problem.information(terms, cw, np.zeros(problem.n_params)) + 1e-5 * n * np.eye(problem.n_params)
+        penalised = problem.lambdas * theta
+        centring = np.outer(penalised, penalised)
     else:
         J, _ = gauge_fixed(problem.information(terms, cw, ridge_sum), np.ones(problem.M, dtype=bool))
     J_inv = np.linalg.inv(J)

@@ -91,6 +91,8 @@ def _change(value: Any, digits: int | None, strong: bool) -> Cell:
 
 
 def _column_cells(frame: pl.DataFrame, column: Column, digits: int | None) -> list[Cell]:
+    if column.percent:
+        frame = frame.with_columns(pl.col(c) * 100 for c in (column.value, column.lower, column.upper) if c)
     values = frame[column.value].to_list()
     strong = frame[column.strong].fill_null(False).to_list() if column.strong else [False] * len(values)
     if column.change:

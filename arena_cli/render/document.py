@@ -46,7 +46,8 @@ class Column:
     ``value`` shown with ``digits`` decimals; with ``lower``/``upper`` it reads ``value [lower, upper]``
     (just ``value`` when both bounds are null); with ``through`` it reads ``value–through`` (a range);
     ``change`` marks a signed change (colored arrows on a terminal, ``+3`` / ``-2`` in files); ``strong``
-    names a boolean column that emphasises the cell where true. Null values show as an em dash.
+    names a boolean column that emphasises the cell where true; ``percent`` shows shares (0..1) as
+    percentages. Null values show as an em dash.
 
     On a terminal too narrow for every column, ``priority`` says which give way first (the highest; 0: never
     dropped), and columns of the same ``group`` continue together in a further table (columns without one
@@ -63,6 +64,7 @@ class Column:
     strong: str | None = None
     priority: int = 0
     group: str | None = None
+    percent: bool = False
 
 
 @dataclass(frozen=True)

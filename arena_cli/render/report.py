@@ -25,10 +25,12 @@ def leaderboard_table(variant: str, leaderboard: pl.DataFrame, explain: bool = T
     """A variant's leaderboard as people read it: rank and score with their intervals, then the counts;
     ``explain``: with the note on how to read the rank (the report gives it once, under the first);
     ``settings``: the variant's fit settings, whose anchor and tie parameter are noted."""
+    settings = settings or {}
     digits = {c: SCORE_DIGITS for c in ("score", "score_lower", "score_upper")}
     intervals = "rank_lower" in leaderboard.columns and leaderboard["rank_lower"].is_not_null().any()
-    notes = (*fit_notes(settings or {}), *((RANK_NOTE + " The same in every leaderboard below.",) if intervals and explain else ()))
-    return Table(f"leaderboard_{variant}", leaderboard, f"Leaderboard: {variant}", digits, notes, leaderboard_layout(leaderboard.columns))
+    notes = (*fit_notes(settings), *((RANK_NOTE + " The same in every leaderboard below.",) if intervals and explain else ()))
+    layout = leaderboard_layout(leaderboard.columns, settings.get("baseline_model"))
+    return Table(f"leaderboard_{variant}", leaderboard, f"Leaderboard: {variant}", digits, notes, layout)
 
 
 def data_table(table: Table) -> Table:

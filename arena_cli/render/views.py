@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from arena_cli.models.options import POSITION
+from arena_cli.models.result import WIN_RATE_COLUMNS
 from arena_cli.render.document import Column, Document, Table
 
 if TYPE_CHECKING:
@@ -18,6 +20,8 @@ if TYPE_CHECKING:
 
 SCORE_DIGITS = 1
 COEF_DIGITS = 3
+#: Win rates are shown as percentages with this many decimals (arena-hard-auto's one).
+WIN_RATE_DIGITS = 1
 
 #: How to read the two rank columns; they answer different questions, so a rank can lie outside its range.
 RANK_NOTE = (
@@ -54,8 +58,9 @@ def meta(result: Any, **own: Any) -> dict[str, Any]:
 
 
 def fit_notes(settings: Mapping[str, Any]) -> tuple[str, ...]:
-    """The settings that change how scores read, said beneath the table: the anchor and Davidson's tie
-    parameter (JSON has them in ``meta.settings``: ``anchor``, ``tie_parameter``)."""
+    """The settings that change how scores read, said beneath the table: the anchor, Davidson's tie parameter,
+    the position term and the baseline of the win rates (JSON has them in ``meta.settings``: ``anchor``,
+    ``tie_parameter``, ``position``, ``baseline_model``)."""
     notes = []
     anchor = settings.get("anchor")
     if anchor:
@@ -63,7 +68,22 @@ def fit_notes(settings: Mapping[str, Any]) -> tuple[str, ...]:
     tie = settings.get("tie_parameter")
     if tie:
         notes.append(f"Ties: Davidson's model, tie parameter ν = {_tie_parameter(tie)}; a score difference gives P(win | not a tie).")
+    position = settings.get("position")
+    if position:
+        notes.append(f"Position: the model shown first (model_a) has {_position(position)} log-odds of advantage (the row 'position' of the coefficients); scores are free of it.")
+    baseline = settings.get("baseline_model")
+    if baseline:
+        notes.append(WIN_RATE_NOTE.format(baseline=baseline))
     return tuple(notes)
+
+
+#: How to read the position row of the coefficients.
+POSITION_NOTE = "position: the log-odds advantage of the model shown first (model_a); not a style feature, so not per sd."
+#: How to read the win-rate column.
+WIN_RATE_NOTE = (
+    "win %: the predicted share of wins against {baseline} (a tie counts half) at equal style, averaged over the "
+    "two orders of showing the pair; {baseline} itself is at 50%."
+)
 
 
 def _tie_parameter(tie: Mapping[str, Any]) -> str:
@@ -71,27 +91,40 @@ def _tie_parameter(tie: Mapping[str, Any]) -> str:
     return f"{tie['nu']:.3f}{bounds}"
 
 
+def _position(position: Mapping[str, Any]) -> str:
+    bounds = f" [{position['lower']:+.3f}, {position['upper']:+.3f}]" if position.get("lower") is not None else ""
+    return f"{position['coef']:+.3f}{bounds}"
+
+
 def variant_fit_notes(settings: Mapping[str, Any]) -> tuple[str, ...]:
     """:func:`fit_notes` of a rank diff, whose settings keep what differs between variants in ``per_variant``:
-    one anchor, and each variant's own tie parameter."""
+    one anchor and baseline, and each variant's own tie parameter and position term."""
     per_variant = settings.get("per_variant") or {}
+    shared = fit_notes({k: settings.get(k) for k in ("anchor", "baseline_model")})
     ties = {name: own["tie_parameter"] for name, own in per_variant.items() if own.get("tie_parameter")}
-    if not ties:
-        return fit_notes(settings)
-    each = ", ".join(f"{name} {_tie_parameter(tie)}" for name, tie in ties.items())
-    anchored = fit_notes({"anchor": settings.get("anchor")})
-    return (*anchored, f"Ties: Davidson's model, tie parameter ν per variant: {each}; a score difference gives P(win | not a tie).")
+    positions = {name: own["position"] for name, own in per_variant.items() if own.get("position")}
+    notes = [*shared]
+    if ties:
+        each = ", ".join(f"{name} {_tie_parameter(tie)}" for name, tie in ties.items())
+        notes.append(f"Ties: Davidson's model, tie parameter ν per variant: {each}; a score difference gives P(win | not a tie).")
+    if positions:
+        each = ", ".join(f"{name} {_position(position)}" for name, position in positions.items())
+        notes.append(f"Position: log-odds of advantage of the model shown first (model_a) per variant: {each}; scores are free of it.")
+    return tuple(notes) if ties or positions else fit_notes(settings)
 
 
-def leaderboard_layout(columns: Sequence[str]) -> tuple[Column, ...]:
-    """How people see a leaderboard: rank, rank range, model, score with its interval, then the counts (on a
-    narrow terminal losses, ties, wins, battles and the rank range give way, in this order)."""
+def leaderboard_layout(columns: Sequence[str], baseline: str | None = None) -> tuple[Column, ...]:
+    """How people see a leaderboard: rank, rank range, model, score with its interval, the win rate against the
+    ``baseline`` model when there is one (it stays, as the score does), then the counts (on a narrow terminal
+    losses, ties, wins, battles and the rank range give way, in this order)."""
     counts = {"battles": 2, "wins": 3, "ties": 3, "losses": 3}
+    win_rate = "win_rate" in columns and baseline is not None
     return (
         Column("rank", "rank"),
         Column("rank range", "rank_lower", through="rank_upper", priority=1),
         Column("model", "model"),
         Column("score", "score", "score_lower", "score_upper", digits=SCORE_DIGITS),
+        *((Column(f"win % vs {baseline}", "win_rate", "win_rate_lower", "win_rate_upper", digits=WIN_RATE_DIGITS, percent=True),) if win_rate else ()),
         *(Column(c, c, priority=p) for c, p in counts.items() if c in columns),
     )
 
@@ -107,13 +140,14 @@ def leaderboard_document(result: FitResult) -> Document:
         notes = (*notes, RANK_NOTE)
     tables = (
         Table(
-            "leaderboard", result.leaderboard, title=title, notes=notes, layout=leaderboard_layout(result.leaderboard.columns),
-            float_digits={c: 1 for c in ("score", "score_lower", "score_upper")},
+            "leaderboard", result.leaderboard, title=title, notes=notes, layout=leaderboard_layout(result.leaderboard.columns, s.get("baseline_model")),
+            float_digits={**{c: 1 for c in ("score", "score_lower", "score_upper")}, **{c: 3 for c in WIN_RATE_COLUMNS}},
         ),
         Table(
             "coefficients", result.coefficients, title="Style coefficients (log-odds per sd of each feature)",
             float_digits={c: 4 for c in ("coef", "lower", "upper")},
             layout=(Column("feature", "feature"), Column("coefficient", "coef", "lower", "upper", digits=4)),
+            notes=(POSITION_NOTE,) if s.get("position") else (),
         ),
     )
     intervals = "no intervals" if s.get("ci") == "none" else f"{s.get('confidence', 0.95):.0%} {s.get('ci')} intervals"
@@ -141,6 +175,8 @@ def diff_table(comparison: VariantComparison) -> Table:
         layout.append(Column(f"{name} rank", f"rank_{name}", group=name))
         layout.append(Column(f"{name} range", f"rank_lower_{name}", through=f"rank_upper_{name}", priority=1, group=name))
         layout.append(Column(f"{name} score", f"score_{name}", digits=SCORE_DIGITS, priority=2, group=name))
+        if f"win_rate_{name}" in comparison.rank_diff.columns:
+            layout.append(Column(f"{name} win %", f"win_rate_{name}", digits=WIN_RATE_DIGITS, priority=2, group=name, percent=True))
         if name != comparison.baseline:
             layout.append(Column(f"{name} Δ", f"rank_change_{name}", change=True, strong=f"shifted_{name}", group=name))
     notes = (
@@ -151,7 +187,7 @@ def diff_table(comparison: VariantComparison) -> Table:
         "JSON and CSV also give each change's interval over those paired resamples (rank_change_lower/upper_<variant>).",
         *variant_fit_notes(comparison.settings),
     )
-    digits = {c: SCORE_DIGITS for c in comparison.rank_diff.columns if c.startswith("score")}
+    digits = {c: SCORE_DIGITS if c.startswith("score") else 3 for c in comparison.rank_diff.columns if c.startswith(("score", "win_rate"))}
     return Table("rank_diff", comparison.rank_diff, "Rank by style-control variant", digits, notes, tuple(layout))
 
 
@@ -160,7 +196,7 @@ def coefficient_table(comparison: VariantComparison) -> Table:
     features = [c for c in frame.columns if c != "variant" and not c.endswith(("_lower", "_upper"))]
     layout = (Column("variant", "variant"), *[Column(f, f, f"{f}_lower", f"{f}_upper", digits=COEF_DIGITS, group=f) for f in features])
     notes = ("Style coefficients: log-odds per standard deviation of the normalised feature difference, "
-             "with intervals; — where the variant does not control for the feature.",)
+             "with intervals; — where the variant does not control for the feature.", *((POSITION_NOTE,) if POSITION in features else ()))
     digits = {c: COEF_DIGITS for c in frame.columns if c != "variant"}
     empty = "No variant controls for style, so there are no style coefficients."
     return Table("coefficients", frame, "Style coefficients by variant", digits, notes, layout, empty)

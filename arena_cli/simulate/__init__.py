@@ -15,7 +15,8 @@ The outcome model, exactly (``truth.json`` states it too):
 2. per style group g (length, header, list, bold) the side sums give ``d_g = (a - b) / (a + b + 1)``; over all
    battles ``d_g`` is z-scored with its realized mean and population sd (FastChat's ``preprocess_for_style``),
    so ``gamma`` is on exactly the scale a fit of these battles estimates;
-3. ``p = logistic(beta_a - beta_b + sum_g gamma_g * z_g)``;
+3. ``p = logistic(beta_a - beta_b + sum_g gamma_g * z_g + position_bias)`` (``position_bias``: the advantage of the
+   model shown first, model_a; 0 unless asked for);
 4. ties: with ``tau = tie_share * (1 - |2p - 1|)`` side a wins with probability ``p - tau/2``, side b with
    ``1 - p - tau/2``, and the battle is drawn with probability ``tau`` (close calls draw most often). Counting a
    draw as half a win, ``E[y] = p`` exactly, so a logistic fit with half-wins is consistent for beta and gamma. A

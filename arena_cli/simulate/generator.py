@@ -22,7 +22,7 @@ from arena_cli.io.atomic import writable_directory, write_output
 from arena_cli.io.options import DEFAULT_ENCODING
 from arena_cli.schema import META_COUNTS, meta_paths
 from arena_cli.simulate.compose import compose_texts, count_tokens
-from arena_cli.simulate.options import BATTLES, MODEL_SEED, MODELS, SEED, true_style_coefficients
+from arena_cli.simulate.options import BATTLES, MODEL_SEED, MODELS, POSITION_BIAS, SEED, true_style_coefficients
 from arena_cli.simulate.texts import MODEL_FAMILIES, MODEL_VARIANTS
 
 GENERATOR = "arena-cli simulate"
@@ -307,6 +307,7 @@ def simulate(
     n_judges: int | None = None,
     judge_sd: float = 0.0,
     verbosity: float = DEFAULT_VERBOSITY,
+    position_bias: float = 0.0,
 ) -> Simulation:
     """Simulate ``n_battles`` votes among ``n_models`` models; deterministic given ``seed``.
 
@@ -323,9 +324,10 @@ def simulate(
     a few casting many votes; ``judge_sd`` > 0 gives each voter its own taste, a normal perturbation of every
     model's strength (votes of a voter correlate, as cluster-robust intervals must handle). ``verbosity``: the
     length in tokens a typical model's answers are sized to (a few hundred to a few thousand make realistic texts
-    for benchmarks). The defaults draw exactly what they always drew for a seed.
+    for benchmarks). ``position_bias``: the log-odds advantage of the model shown first (model_a), added to every
+    battle's logit. The defaults draw exactly what they always drew for a seed.
     """
-    for bounds, value in ((BATTLES, n_battles), (MODELS, n_models), (SEED, seed), (MODEL_SEED, model_seed)):
+    for bounds, value in ((BATTLES, n_battles), (MODELS, n_models), (SEED, seed), (MODEL_SEED, model_seed), (POSITION_BIAS, position_bias)):
         bounds.check(value)
     if not 0 <= tie_share <= 1:
         raise InputError(f"tie share must be between 0 and 1, got {tie_share}")
@@ -370,7 +372,7 @@ def simulate(
     beta = models["beta"]
     a, b = battles["model_a"], battles["model_b"]
     style_logit = z @ np.array([gamma[g] for g in STYLE_GROUPS])
-    logit = beta[a] - beta[b] + style_logit
+    logit = beta[a] - beta[b] + style_logit + position_bias
     if judge_sd:
         taste = taste_rng.normal(0.0, judge_sd, (n_judges, n_models))
         logit = logit + taste[battles["judge"], a] - taste[battles["judge"], b]
@@ -414,6 +416,7 @@ def simulate(
         options={
             **({"tie_model": "davidson", "nu": nu} if tie_model == "davidson" else {}),
             **({"judge_sd": judge_sd} if judge_sd else {}),
+            **({"position_bias": position_bias} if position_bias else {}),
         },
     )
     return Simulation(battles=frame, truth=truth)
@@ -547,7 +550,9 @@ def _truth(
             ),
         },
         "outcome": {
-            "model": "p = logistic(beta_a - beta_b + sum_g gamma_g * z_g)" + (
+            "model": "p = logistic(beta_a - beta_b + sum_g gamma_g * z_g" + (
+                " + position_bias" if "position_bias" in options else ""
+            ) + ")" + (
                 " + taste[judge, a] - taste[judge, b], taste ~ normal(0, judge_sd) per judge and model"
                 if "judge_sd" in options else ""
             ),

@@ -15,6 +15,8 @@ from arena_cli.models.options import SEED
 BATTLES = Bounds("--battles", low=1, integer=True)
 MODELS = Bounds("--models", low=2, integer=True)
 MODEL_SEED = dataclasses.replace(SEED, option="--model-seed")
+#: Log-odds advantage of the model shown first: any finite number.
+POSITION_BIAS = Bounds("--position-bias")
 #: Log-odds per standard deviation of each group's z-scored feature. Larger than LMArena's published estimates
 #: on purpose, so that the pull of style on an uncontrolled leaderboard is plain to see.
 DEFAULT_STYLE_COEFFICIENTS: dict[str, float] = {"length": 0.30, "header": 0.10, "list": 0.10, "bold": 0.12}
