@@ -26,11 +26,12 @@ _EXPORTS = {
     # what the calls take
     "Source": "io.options", "BattleFilter": "io.options", "InputOptions": "io.options", "FeatureOptions": "io.options",
     "FitOptions": "models.options", "Ties": "models.options", "BothBad": "models.options", "CIMethod": "models.options",
-    "Solver": "models.options", "Compat": "models.options",
+    "Solver": "models.options", "Compat": "models.options", "StyleTransform": "models.options",
     # what they return
     "FitResult": "models.result", "VariantComparison": "comparison", "LeaderboardComparison": "comparison",
     "Summary": "results", "PairwiseMatrix": "results", "Report": "results", "FeatureTable": "results",
     "IngestReport": "results", "Loaded": "io.battles", "predict_win_prob": "models.result",
+    "expected_score": "models.result",
     "StoreCheck": "io.repair", "StoreRepair": "io.repair",
     # errors, each with its exit code
     "ArenaError": "errors", "OptionError": "errors", "InputError": "errors", "NoDataError": "errors", "GateError": "errors",

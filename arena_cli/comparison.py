@@ -597,5 +597,5 @@ def compare_leaderboards(
 
 def settings_mismatch(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """Fit settings that differ between two leaderboards (their scores may then not be comparable)."""
-    keys = ("style", "ties", "both_bad", "normalize", "anchor", "reweight", "ridge", "compat")
+    keys = ("style", "ties", "both_bad", "normalize", "style_transform", "anchor", "reweight", "ridge", "compat", "position_bias")
     return [k for k in keys if k in old and k in new and old[k] != new[k]]

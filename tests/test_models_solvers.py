@@ -126,8 +126,9 @@ def test_blocked_evaluation_equals_one_block(battles, ties, monkeypatch):
 
     def evaluate():
         problem = Problem(design, davidson=ties is Ties.davidson, penalty=Penalty(0.01))
-        terms = problem.terms(theta, count, problem.ridge_sum(count))
-        return terms.objective, problem.gradient(theta, terms, count, 1.0), problem.information(terms, count, 1.0)
+        ridge_sum = problem.ridge_sum(count)
+        terms = problem.terms(theta, count, ridge_sum)
+        return terms.objective, problem.gradient(theta, terms, count, ridge_sum), problem.information(terms, count, ridge_sum)
 
     whole = evaluate()
     monkeypatch.setattr(S, "CHUNK", 37)

@@ -76,6 +76,8 @@ def documents(battles, ingest_report) -> dict[str, Document]:
         "features-list": arena.feature_list().to_document(),
         "ingest": ingest_report.to_document(),
         "report": arena.report(battles, **fast).to_document(),
+        "fit-win-rate": arena.fit(battles, style="length", position_bias=True, baseline_model="model-002", **fast).to_document(),
+        "diff-win-rate": arena.rank_diff(battles, "none,both", baseline_model="model-002", **fast).to_document(),
     }
 
 
@@ -114,11 +116,11 @@ def _shown_numbers(table: Table, rows: list[dict], headers: set[str]) -> Counter
     decimals, a range ``a–b`` as one number when both ends are equal, changes without their sign)."""
     expected: Counter = Counter()
 
-    def text(value, digits):
+    def text(value, digits, percent=False):
         if isinstance(value, bool) or value is None:
             return None
         if isinstance(value, float) and digits is not None:
-            return f"{abs(value):.{digits}f}"
+            return f"{abs(value) * (100 if percent else 1):.{digits}f}"
         return str(abs(value)) if isinstance(value, (int, float)) else None
 
     if not table.layout:
@@ -132,12 +134,12 @@ def _shown_numbers(table: Table, rows: list[dict], headers: set[str]) -> Counter
             continue
         digits = column.digits if column.digits is not None else table.float_digits.get(column.value)
         for row in rows:
-            value = text(row[column.value], digits)
+            value = text(row[column.value], digits, column.percent)
             if value is None:
                 continue
             parts = [value]
             if column.lower and column.upper and row[column.lower] is not None:
-                parts += [text(row[column.lower], digits), text(row[column.upper], digits)]
+                parts += [text(row[column.lower], digits, column.percent), text(row[column.upper], digits, column.percent)]
             if column.through and text(row[column.through], digits) not in (None, value):
                 parts.append(text(row[column.through], digits))
             expected.update(n for part in parts if part for n in NUMBER.findall(part))
@@ -162,7 +164,7 @@ def check_table(table: Table, rows: list[dict], width: int) -> None:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("name", ["fit", "diff", "compare", "matrix", "matrix-long", "info", "features-list", "ingest", "report"])
+@pytest.mark.parametrize("name", ["fit", "diff", "compare", "matrix", "matrix-long", "info", "features-list", "ingest", "report", "fit-win-rate", "diff-win-rate"])
 def test_every_table_shows_its_numbers_at_every_width(documents, name, width):
     doc = documents[name]
     payload = json.loads(render(doc, OutputFormat.json))
@@ -170,7 +172,7 @@ def test_every_table_shows_its_numbers_at_every_width(documents, name, width):
         check_table(table, payload["tables"][table.name], width)
 
 
-@pytest.mark.parametrize("name", ["report", "diff", "compare"])
+@pytest.mark.parametrize("name", ["report", "diff", "compare", "fit-win-rate", "diff-win-rate"])
 def test_markdown_shows_every_number(documents, name):
     """Markdown has no width: every column, every number of the JSON, whatever the terminal."""
     doc = documents[name]

@@ -21,9 +21,9 @@ import importlib
 
 _EXPORTS = {
     "fit": "engine", "fit_variants": "engine",
-    "FitOptions": "options", "Ties": "options", "BothBad": "options", "CIMethod": "options", "Solver": "options", "Compat": "options",
+    "FitOptions": "options", "Ties": "options", "BothBad": "options", "CIMethod": "options", "Solver": "options", "Compat": "options", "StyleTransform": "options",
     "Method": "options", "RatingMethod": "methods", "Ratings": "methods",
-    "FitResult": "result", "predict_win_prob": "result", "LEADERBOARD_COLUMNS": "result",
+    "FitResult": "result", "predict_win_prob": "result", "expected_score": "result", "LEADERBOARD_COLUMNS": "result",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -4,7 +4,7 @@ scores, intervals, ranks, tables, settings)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 from typing import Any
 
@@ -160,7 +160,7 @@ def _win_rates(
         return None
     position = M + ratings.feature_names.index(POSITION) if POSITION in ratings.feature_names else None
 
-    def rates(theta: np.ndarray, shift: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> np.ndarray:
+    def rates(theta: np.ndarray, shift: Sequence[float] = (0.0, 0.0, 0.0)) -> np.ndarray:
         """Win rates at θ (one row per draw), with (δ, π, log ν) shifted by ``shift`` (for derivatives)."""
         beta = theta[..., :M]
         delta = beta - beta[..., [baseline]] + shift[0]
@@ -173,7 +173,7 @@ def _win_rates(
         # d logit(rate) / d(δ, π, log ν) by central differences, then the gradient in θ and its variance
         def logit(j: int, step: float) -> np.ndarray:
             with np.errstate(divide="ignore"):
-                rate = rates(ratings.theta, tuple(step if i == j else 0.0 for i in range(3)))  # type: ignore[arg-type]
+                rate = rates(ratings.theta, [step if i == j else 0.0 for i in range(3)])
                 return np.log(rate) - np.log1p(-rate)
 
         h = 1e-5

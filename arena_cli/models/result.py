@@ -104,10 +104,12 @@ def expected_score(delta: np.ndarray, position: float | np.ndarray = 0.0, log_nu
 
 
 def _shown_first(d: np.ndarray, log_nu: float | np.ndarray | None) -> np.ndarray:
-    if log_nu is None:
-        return np.exp(-np.logaddexp(0.0, -d))
-    half_tie = np.asarray(log_nu) - np.log(2.0)
-    return np.exp(np.logaddexp(0.5 * d, half_tie) - np.logaddexp(np.logaddexp(0.5 * d, -0.5 * d), log_nu))
+    """σ(d); under Davidson's model (e^{d/2} + ν/2) / (e^{d/2} + e^{-d/2} + ν), which is σ of the log-ratio of
+    (e^{d/2} + ν/2) and (e^{-d/2} + ν/2)."""
+    if log_nu is not None:
+        half_tie = np.asarray(log_nu) - np.log(2.0)
+        d = np.logaddexp(0.5 * d, half_tie) - np.logaddexp(-0.5 * d, half_tie)
+    return np.exp(-np.logaddexp(0.0, -d))
 
 
 def leaderboard_frame(

@@ -115,8 +115,8 @@ def variant_fit_notes(settings: Mapping[str, Any]) -> tuple[str, ...]:
 
 def leaderboard_layout(columns: Sequence[str], baseline: str | None = None) -> tuple[Column, ...]:
     """How people see a leaderboard: rank, rank range, model, score with its interval, the win rate against the
-    ``baseline`` model when there is one (it stays, as the score does), then the counts (on a narrow terminal
-    losses, ties, wins, battles and the rank range give way, in this order)."""
+    ``baseline`` model when there is one, then the counts (on a narrow terminal losses, ties, wins, battles, the
+    win rate and the rank range give way, in this order)."""
     counts = {"battles": 2, "wins": 3, "ties": 3, "losses": 3}
     win_rate = "win_rate" in columns and baseline is not None
     return (
@@ -124,7 +124,7 @@ def leaderboard_layout(columns: Sequence[str], baseline: str | None = None) -> t
         Column("rank range", "rank_lower", through="rank_upper", priority=1),
         Column("model", "model"),
         Column("score", "score", "score_lower", "score_upper", digits=SCORE_DIGITS),
-        *((Column(f"win % vs {baseline}", "win_rate", "win_rate_lower", "win_rate_upper", digits=WIN_RATE_DIGITS, percent=True),) if win_rate else ()),
+        *((Column(f"win % vs {baseline}", "win_rate", "win_rate_lower", "win_rate_upper", digits=WIN_RATE_DIGITS, percent=True, priority=1),) if win_rate else ()),
         *(Column(c, c, priority=p) for c, p in counts.items() if c in columns),
     )
 
