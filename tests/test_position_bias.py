@@ -202,3 +202,17 @@ def test_simulate_cli_position_bias(tmp_path):
     assert json.loads((tmp_path / "truth.json").read_text())["outcome"]["position_bias"] == 0.5
     refused = CliRunner().invoke(app, ["simulate", "-n", "300", "--position-bias", "nan", "-o", str(tmp_path)])
     assert refused.exit_code == 2
+
+
+def test_lmarena_140k_plain_votes():
+    """On LMArena's votes (a coin decides the sides) the term is identified: the answer shown second is very
+    slightly preferred, π = −0.020 [−0.029, −0.010] (sandwich), and no score moves by more than 0.31 points
+    (the README quotes these)."""
+    from conftest import shared_path
+
+    battles = pl.read_parquet(shared_path("data", "lmarena-140k", "battles.parquet")).rename({"winner": "outcome"})
+    with_term = fit(battles, FitOptions(position_bias=True, ci=CIMethod.sandwich))
+    assert with_term.settings["position"] == pytest.approx({"coef": -0.0197, "lower": -0.0289, "upper": -0.0105}, abs=2e-4)
+    plain = fit(battles, FitOptions(ci=CIMethod.none))
+    moved = with_term.leaderboard.join(plain.leaderboard, on="model").select((pl.col("score") - pl.col("score_right")).abs().max()).item()
+    assert 0.2 < moved < 0.35

@@ -4,7 +4,9 @@ and the sufficient statistics (counts per ordered pair and outcome).
 Why this shape: a plain Bradley-Terry likelihood depends on the battles only through the number of each
 outcome per ordered pair, so a plain fit works on at most 3·M·(M-1) cells however many votes there are.
 Weighted votes (a ``weight`` column) are aggregated per pair, outcome and weight: a row holds ``count`` votes
-of one weight, so a resample still draws votes, each carrying its own weight.
+of one weight, so a resample still draws votes, each carrying its own weight. A position term (the advantage of
+the model shown first) is a feature row of ones, so its fit keeps these rows by *ordered* pair, never the
+unordered cells.
 With style features only the n×k feature block stays per battle; everything model-shaped is summed per pair
 with ``np.bincount`` (never a dense n×M one-hot matrix).
 """
@@ -111,8 +113,8 @@ class Design:
     """The rows a solver iterates over.
 
     A row is either one aggregated group of identical battles (plain fits: one per cell, or per
-    (cluster, cell) when clustering) or one battle (style fits), or one prepared row (weighted votes: the
-    battles of one ordered pair, outcome and weight). The objective is Σ_rows count·weight·loglik(row);
+    (cluster, cell) when clustering) or one battle (style fits), or one prepared row (weighted votes, or a
+    position term without style: the battles of one *ordered* pair, outcome and weight, as the side matters). The objective is Σ_rows count·weight·loglik(row);
     ``count`` is what a bootstrap resample changes. ``row_weight`` is the analysis weight of each of a row's
     battles: its vote weight (``vote_weight``, None when all are 1) times any ``--reweight`` factor. A battle
     is one observation whose score is multiplied by its weight, so the sandwich's meat takes count·weight².
@@ -726,8 +728,8 @@ def design(prepared: Prepared, cell_index: Cells, weight: np.ndarray | None = No
     if prepared.weight is not None:
         weight = weight * prepared.weight
     if prepared.features.shape[0] or prepared.weight is not None:
-        # style features are signed by side, so battle rows keep their ordered pair; weighted rows are resampled
-        # by vote (each carrying its weight), not by cell
+        # style features (the position term too) are signed by side, so battle rows keep their ordered pair;
+        # weighted rows are resampled by vote (each carrying its weight), not by cell
         M = prepared.n_models
         pair_keys, row_pair = _codes(prepared.a * M + prepared.b, M * M)
         return Design(
