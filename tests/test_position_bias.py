@@ -145,10 +145,12 @@ def test_gradient_and_information_with_position_and_rating_penalty(battles):
 
 
 @pytest.mark.parametrize("ci", ["sandwich", "bootstrap"])
-def test_intervals_and_clusters(battles, ci):
-    result = fit(battles, FitOptions(style="length", position_bias=True, ci=ci, rounds=60, workers=1, cluster="judge"))
+@pytest.mark.parametrize("style, cluster", [("length", "judge"), ("none", None)])
+def test_intervals_and_clusters(battles, ci, style, cluster):
+    """Resamples of votes spread over the ordered rows of a plain fit, or of clusters; the sandwich likewise."""
+    result = fit(battles, FitOptions(style=style, position_bias=True, ci=ci, rounds=60, workers=1, cluster=cluster))
     row = result.coefficients.filter(pl.col("feature") == POSITION)
-    assert row["lower"].item() < row["coef"].item() < row["upper"].item()
+    assert row["lower"].item() < row["coef"].item() < row["upper"].item() and row["upper"].item() - row["lower"].item() < 0.5
 
 
 def test_confounded_order_is_an_input_error():

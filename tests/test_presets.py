@@ -51,6 +51,23 @@ def ratings_of(result, models: list[str]) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------ FastChat
 
 
+def test_presets_fill_only_unset_options():
+    from arena_cli.models.options import FASTCHAT_ANCHOR, Penalty, StyleTransform
+
+    styled = FitOptions(style="both", compat="fastchat").resolved()
+    assert styled.penalty == Penalty(0.5, 0.5 / LOG10**2, per_vote=False)
+    assert (styled.min_battles, styled.ci, styled.confidence, styled.preset_anchor) == (1, CIMethod.bootstrap, 0.95, FASTCHAT_ANCHOR)
+    assert FitOptions(compat="fastchat").resolved().penalty == Penalty()
+    assert FitOptions(style="both", compat="fastchat", ridge=0.2).resolved().penalty == Penalty(0.2)
+    assert FitOptions(compat="fastchat", method="elo").resolved().preset_anchor is None
+    hard = FitOptions(compat="arena-hard").resolved()
+    assert (hard.confidence, hard.style_transform, hard.preset_anchor, hard.min_battles) == (0.9, StyleTransform.arena_hard, (None, 1000.0), 1)
+    own = FitOptions(compat="arena-hard", confidence=0.95, style_transform="lmarena", min_battles=5).resolved()
+    assert (own.confidence, own.style_transform, own.min_battles) == (0.95, StyleTransform.lmarena, 5)
+    plain = FitOptions().resolved()
+    assert (plain.confidence, plain.style_transform, plain.preset_anchor, plain.penalty) == (0.95, StyleTransform.lmarena, None, Penalty())
+
+
 @pytest.fixture(scope="module")
 def styled_battles() -> pl.DataFrame:
     battles, _ = simulate(6000, 8, seed=3, gamma={"length": 0.3, "header": 0.1, "list": 0.1, "bold": 0.12})
