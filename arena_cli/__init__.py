@@ -23,6 +23,7 @@ _EXPORTS = {
     "load_battles": "api", "fit": "api", "rank_diff": "api", "compare": "api", "report": "api", "matrix": "api",
     "describe": "api", "ingest": "api", "compute_features": "api", "update_features": "api",
     "stored_features": "api", "feature_list": "api", "export": "api", "check_store": "api", "repair_store": "api",
+    "judges": "api",
     # what the calls take
     "Source": "io.options", "BattleFilter": "io.options", "InputOptions": "io.options", "FeatureOptions": "io.options",
     "FitOptions": "models.options", "Ties": "models.options", "BothBad": "models.options", "CIMethod": "models.options",
@@ -31,7 +32,7 @@ _EXPORTS = {
     "FitResult": "models.result", "VariantComparison": "comparison", "LeaderboardComparison": "comparison",
     "Summary": "results", "PairwiseMatrix": "results", "Report": "results", "FeatureTable": "results",
     "IngestReport": "results", "Loaded": "io.battles", "predict_win_prob": "models.result",
-    "StoreCheck": "io.repair", "StoreRepair": "io.repair",
+    "StoreCheck": "io.repair", "StoreRepair": "io.repair", "JudgeReport": "judges",
     # errors, each with its exit code
     "ArenaError": "errors", "OptionError": "errors", "InputError": "errors", "NoDataError": "errors", "GateError": "errors",
 }
