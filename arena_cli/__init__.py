@@ -32,7 +32,7 @@ _EXPORTS = {
     "FitResult": "models.result", "VariantComparison": "comparison", "LeaderboardComparison": "comparison",
     "Summary": "results", "PairwiseMatrix": "results", "Report": "results", "FeatureTable": "results",
     "IngestReport": "results", "Loaded": "io.battles", "predict_win_prob": "models.result",
-    "StoreCheck": "io.repair", "StoreRepair": "io.repair", "JudgeReport": "judges",
+    "StoreCheck": "io.repair", "StoreRepair": "io.repair", "JudgeReport": "judge_diagnostics",
     # errors, each with its exit code
     "ArenaError": "errors", "OptionError": "errors", "InputError": "errors", "NoDataError": "errors", "GateError": "errors",
 }

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from arena_cli.comparison import Gate, LeaderboardComparison, VariantComparison
     from arena_cli.features.cache import FeatureUpdate
     from arena_cli.io.repair import StoreCheck, StoreRepair
-    from arena_cli.judges import JudgeReport
+    from arena_cli.judge_diagnostics import JudgeReport
     from arena_cli.models.result import FitResult
 
 #: Where battles come from: a :class:`Source`, one file, several files, a frame of battles, or None (then
@@ -341,7 +341,7 @@ def judges(
     two answers shown in both orders) and the first position's share of wins; each judge's plain Bradley-Terry
     leaderboard (models with fewer than ``min_battles`` votes of that judge left out) and the rank correlations
     between judges."""
-    from arena_cli.judges import JUDGE_COLUMNS, JudgeReport, judge_agreement, judge_scores, position_consistency
+    from arena_cli.judge_diagnostics import JUDGE_COLUMNS, JudgeReport, judge_agreement, judge_scores, position_consistency
 
     MIN_BATTLES.check(min_battles)
     filters = _filters(filters, where)
