@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from arena_cli.errors import ArenaError
+from arena_cli.errors import NoDataError
 
 if TYPE_CHECKING:
     from arena_cli.render.document import Document
 
 #: The columns the diagnostics read.
 JUDGE_COLUMNS = ("model_a", "model_b", "outcome", "weight", "judge", "question_id")
+#: Judges named in a warning about judges without a leaderboard.
+SHOWN_JUDGES = 10
 
 
 @dataclass(frozen=True)
@@ -93,18 +95,26 @@ def judge_scores(battles: pl.DataFrame, min_battles: int) -> tuple[pl.DataFrame,
     fits had to say, prefixed by their judge."""
     from arena_cli import api
 
-    boards, warnings = [], []
+    boards: list[pl.DataFrame] = []
+    warnings: list[str] = []
+    unranked: list[str] = []
     for (judge,), votes in battles.group_by("judge", maintain_order=True):
         label = "(no judge)" if judge is None else str(judge)
         try:
             result = api.fit(votes.drop("judge", "question_id"), ci="none", min_battles=min_battles)
-        except ArenaError as error:
-            warnings.append(f"judge {label}: no leaderboard ({error})")
+        except NoDataError:
+            unranked.append(label)
             continue
         warnings.extend(f"judge {label}: {message}" for message in result.warnings)
         boards.append(result.leaderboard.select(pl.lit(judge, dtype=pl.String).alias("judge"), "rank", "model", "score", "battles"))
-    schema = {"judge": pl.String, "rank": pl.Int64, "model": pl.String, "score": pl.Float64, "battles": pl.Int64}
-    scores = pl.concat([b.cast(schema) for b in boards]) if boards else pl.DataFrame(schema=schema)  # type: ignore[arg-type]
+    if unranked:  # one line, however many judges (a crowd has hundreds)
+        shown = ", ".join(unranked[:SHOWN_JUDGES]) + (f", … ({len(unranked)} in all)" if len(unranked) > SHOWN_JUDGES else "")
+        warnings.append(
+            f"no leaderboard for {len(unranked)} judge(s): fewer than two models with at least {min_battles} of the judge's votes "
+            f"that a fit can rank (lower --min-battles?): {shown}"
+        )
+    schema = pl.Schema({"judge": pl.String(), "rank": pl.Int64(), "model": pl.String(), "score": pl.Float64(), "battles": pl.Int64()})
+    scores = pl.concat([b.cast(schema) for b in boards]) if boards else pl.DataFrame(schema=schema)
     return scores, tuple(warnings)
 
 
@@ -124,7 +134,7 @@ def judge_agreement(scores: pl.DataFrame) -> pl.DataFrame:
             "spearman": float(stats.spearmanr(x, y).statistic) if defined else None,
             "kendall": float(stats.kendalltau(x, y).statistic) if defined else None,
         })
-    schema = {"judge": pl.String, "other_judge": pl.String, "models": pl.Int64, "spearman": pl.Float64, "kendall": pl.Float64}
+    schema: dict[str, pl.DataType] = {"judge": pl.String(), "other_judge": pl.String(), "models": pl.Int64(), "spearman": pl.Float64(), "kendall": pl.Float64()}
     return pl.DataFrame(rows, schema=schema)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -379,7 +379,7 @@ def with_answers(votes: pl.DataFrame, answers: pl.DataFrame) -> pl.DataFrame:
 # ------------------------------------------------------------------------------------------------ shared
 
 
-def _fields(frame: pl.DataFrame) -> Any:
+def _fields(frame: pl.DataFrame) -> Callable[[str], pl.Expr]:
     """A record field as trimmed text (nested values as JSON text), null where absent or empty."""
 
     def field(name: str) -> pl.Expr:
@@ -423,11 +423,11 @@ def _quarantine(records: pl.DataFrame, path: Path, problems: list[Problem], game
     }, schema=QUARANTINE_SCHEMA)
 
 
-def _digests(frame: pl.DataFrame, columns: list[str], name: str = "__id") -> pl.Series:
+def _digests(frame: pl.DataFrame, columns: list[str]) -> pl.Series:
     """A short digest of each row's ``columns`` (stable across versions, unlike polars' hashes): vote and
     prompt ids that a second read of the same log gives again."""
     texts = frame.select(pl.concat_str([pl.col(c).fill_null("") for c in columns], separator="\x1f")).to_series().to_list()
-    return pl.Series(name, [hashlib.blake2b(t.encode(), digest_size=8).hexdigest() for t in texts], dtype=pl.String)
+    return pl.Series("__id", [hashlib.blake2b(t.encode(), digest_size=8).hexdigest() for t in texts], dtype=pl.String)
 
 
 def _no_rows() -> pl.DataFrame:
