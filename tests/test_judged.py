@@ -474,6 +474,8 @@ def test_any_judgment_lines_are_votes_or_quarantined(tmp_path_factory, lines, st
     assert summary.rows_read == summary.stored + summary.duplicates + sum(summary.quarantined.values())
     assert set(result.battles["weight"].to_list()) <= {1.0, strong}
     assert result.battles["source_row"].value_counts()["count"].max() in (None, 1, 2)
-    usable = [i + 1 for i, line in enumerate(lines) if line["uid"] and line["model"] and line["model"] != BASELINE and isinstance(line["games"], list)]
+    baselines = {"hard_prompt": BASELINE, "creative_writing": "gemini-2.0-flash-001", None: "gpt-4-0314"}
+    usable = [i + 1 for i, line in enumerate(lines)
+              if line["uid"] and line["model"] and line["model"] != baselines.get(line["category"], line["model"]) and isinstance(line["games"], list)]
     assert set(result.battles["source_row"]) <= set(usable)
     assert set(result.quarantine["reason"]) <= {"wrong_type", "missing_model", "self_battle", "no_verdict", "unknown_winner", "conflicting_duplicate"}
