@@ -23,6 +23,7 @@ _EXPORTS = {
     "load_battles": "api", "fit": "api", "rank_diff": "api", "compare": "api", "report": "api", "matrix": "api",
     "describe": "api", "ingest": "api", "compute_features": "api", "update_features": "api",
     "stored_features": "api", "feature_list": "api", "export": "api", "check_store": "api", "repair_store": "api",
+    "judges": "api",
     # what the calls take
     "Source": "io.options", "BattleFilter": "io.options", "InputOptions": "io.options", "FeatureOptions": "io.options",
     "FitOptions": "models.options", "Ties": "models.options", "BothBad": "models.options", "CIMethod": "models.options",
@@ -32,7 +33,7 @@ _EXPORTS = {
     "Summary": "results", "PairwiseMatrix": "results", "Report": "results", "FeatureTable": "results",
     "IngestReport": "results", "Loaded": "io.battles", "predict_win_prob": "models.result",
     "expected_score": "models.result",
-    "StoreCheck": "io.repair", "StoreRepair": "io.repair",
+    "StoreCheck": "io.repair", "StoreRepair": "io.repair", "JudgeReport": "judge_diagnostics",
     # errors, each with its exit code
     "ArenaError": "errors", "OptionError": "errors", "InputError": "errors", "NoDataError": "errors", "GateError": "errors",
 }

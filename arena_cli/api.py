@@ -25,7 +25,7 @@ import polars as pl
 from arena_cli.errors import InputError, NoDataError, RejectedRowsError
 from arena_cli.io.battles import Loaded, collect_parts, filter_frame
 from arena_cli.io.options import LOCK_WAIT, BattleFilter, FeatureOptions, InputOptions, Source
-from arena_cli.models.options import DEFAULT_TOP_K, DEFAULT_VARIANTS, WORKERS, CIMethod, FitOptions
+from arena_cli.models.options import DEFAULT_MIN_BATTLES, DEFAULT_TOP_K, DEFAULT_VARIANTS, MIN_BATTLES, WORKERS, CIMethod, FitOptions
 from arena_cli.results import FeatureTable, IngestReport, PairwiseMatrix, Report, Summary
 from arena_cli.schema import Frame
 
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from arena_cli.comparison import Gate, LeaderboardComparison, VariantComparison
     from arena_cli.features.cache import FeatureUpdate
     from arena_cli.io.repair import StoreCheck, StoreRepair
+    from arena_cli.judge_diagnostics import JudgeReport
     from arena_cli.models.result import FitResult
 
 #: Where battles come from: a :class:`Source`, one file, several files, a frame of battles, or None (then
@@ -333,6 +334,33 @@ def describe(
     loaded = _summary_battles(source, filters)
     context = (None, None) if source.files else store_context(source.store_path)
     return dataclasses.replace(summarize(loaded.battles, *context), filters=filters.as_meta(), inputs=source.as_meta(), warnings=loaded.warnings)
+
+
+def judges(
+    data: Data = None, *, store: str | os.PathLike[str] | None = None, where: str | None = None,
+    filters: BattleFilter | None = None, input: InputOptions | None = None, min_battles: int = DEFAULT_MIN_BATTLES,
+) -> JudgeReport:
+    """Diagnostics of LLM judges (``arena judges``): each judge's position consistency on swapped pairs (the same
+    two answers shown in both orders) and the first position's share of wins; each judge's plain Bradley-Terry
+    leaderboard (models with fewer than ``min_battles`` votes of that judge left out) and the rank correlations
+    between judges."""
+    from arena_cli.judge_diagnostics import JUDGE_COLUMNS, JudgeReport, judge_agreement, judge_scores, position_consistency
+
+    MIN_BATTLES.check(min_battles)
+    filters = _filters(filters, where)
+    if isinstance(data, pl.DataFrame):
+        frame, inputs = _frame_input(data, filters)
+        battles = frame.select(pl.col(c) if c in frame.columns else pl.lit(None, dtype=pl.String).alias(c) for c in JUDGE_COLUMNS)
+        read: tuple[str, ...] = ()
+    else:
+        source = _source(data, store, input)
+        loaded = load_battles(source, filters=filters, columns=JUDGE_COLUMNS)
+        battles, inputs, read = loaded.battles, source.as_meta(), loaded.warnings
+    scores, fitted = judge_scores(battles, min_battles)
+    return JudgeReport(
+        judges=position_consistency(battles), agreement=judge_agreement(scores), scores=scores,
+        settings={"min_battles": min_battles}, filters=filters.as_meta(), inputs=inputs, warnings=(*read, *fitted),
+    )
 
 
 def _summary_battles(source: Source, filters: BattleFilter) -> Loaded[pl.DataFrame]:

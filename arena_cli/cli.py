@@ -112,6 +112,10 @@ def _register() -> None:
     app.command("report")(guarded(report.report_command))
     app.command("matrix")(guarded(matrix.matrix_command))
 
+    from arena_cli.commands import judges
+
+    app.command("judges")(guarded(judges.judges_command))
+
     from arena_cli.commands import store
 
     store_app = typer.Typer(name="store", help="Check and repair a store: arena store check | repair.", no_args_is_help=True,

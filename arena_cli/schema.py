@@ -121,6 +121,7 @@ class QuarantineReason(str, Enum):
     NON_UTF8 = "non_utf8"                        # bytes that are not UTF-8
     MISSING_MODEL = "missing_model"              # model_a or model_b missing or empty
     UNKNOWN_WINNER = "unknown_winner"            # winner label not known and not mapped with --winner-map
+    NO_VERDICT = "no_verdict"                    # an LLM judge gave none: a null arena-hard score or AlpacaEval preference
     SELF_BATTLE = "self_battle"                  # model_a == model_b
     WRONG_TYPE = "wrong_type"                    # a field of the wrong type (e.g. turn = "abc")
     CONFLICTING_DUPLICATE = "conflicting_duplicate"  # battle_id already stored with different content

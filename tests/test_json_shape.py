@@ -45,6 +45,7 @@ def commands(log: Path, store: Path, tmp: Path) -> dict[str, list[object]]:
         "ingest": ["ingest", log, "--store", store, "-f", "json"],
         "store_check": ["store", "check", "--store", store, "-f", "json"],
         "store_repair": ["store", "repair", "--store", store, "--dry-run", "-f", "json"],
+        "judges": ["judges", "--store", store, "-f", "json"],
     }
 
 
@@ -85,7 +86,7 @@ def check_shape(payload: dict, kind: str) -> None:
     assert all(isinstance(rows, list) for rows in payload["tables"].values())
 
 
-CHECKED = ["fit", "diff", "compare", "matrix", "info", "features", "feature_list", "ingest", "store_check", "store_repair"]
+CHECKED = ["fit", "diff", "compare", "matrix", "info", "features", "feature_list", "ingest", "store_check", "store_repair", "judges"]
 
 
 @pytest.mark.parametrize("command", CHECKED)

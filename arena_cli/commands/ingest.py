@@ -23,7 +23,7 @@ class SummaryFormat(str, Enum):
 
 @input_option_group
 def ingest_command(
-    sources: Annotated[list[Path], typer.Argument(metavar="FILES...", help="Vote-log files: JSONL/JSON (FastChat, LMArena), parquet, CSV (Kaggle or mapped); .gz allowed.")],
+    sources: Annotated[list[Path], typer.Argument(metavar="FILES...", help="Vote-log files: JSONL/JSON (FastChat, LMArena), parquet, CSV (Kaggle or mapped), LLM-judge logs (arena-hard-auto, AlpacaEval; a directory with -i arena-hard or alpaca-eval); .gz allowed.")],
     input: InputOptions,
     store: StoreOption = None,
     strict: Annotated[bool, typer.Option("--strict", help="Reject the whole run (exit 4, store unchanged) if any row would be quarantined.")] = False,

@@ -24,7 +24,9 @@ import typer
 
 from arena_cli.bounds import Bounds
 from arena_cli.errors import OptionError
-from arena_cli.io.options import DEFAULT_ENCODING, DEFAULT_RECIPE, FORMATS, LOCK_WAIT, RECIPES, BattleFilter, FeatureOptions, InputOptions, Source
+from arena_cli.io.options import (
+    DEFAULT_ENCODING, DEFAULT_RECIPE, DEFAULT_STRONG_WEIGHT, FORMATS, LOCK_WAIT, RECIPES, STRONG_WEIGHT, BattleFilter, FeatureOptions, InputOptions, Source,
+)
 from arena_cli.models.options import (
     CONFIDENCE,
     DEFAULT_MIN_BATTLES,
@@ -146,7 +148,7 @@ LockWaitOption = Annotated[
 InputFormat = Enum("InputFormat", {name: name for name in FORMATS}, type=str)  # type: ignore[misc]  # members come from io
 
 
-InputFormatOption = Annotated[InputFormat, typer.Option("--input-format", "-i", help="Input format of FILES (- reads standard input); auto detects from the extension (else the content) and the columns.")]
+InputFormatOption = Annotated[InputFormat, typer.Option("--input-format", "-i", help="Input format of FILES (- reads standard input); auto detects from the extension (else the content) and the columns. arena-hard and alpaca-eval read LLM-judge logs (a directory: every log under it).")]
 MapOption = Annotated[
     Optional[list[str]],
     typer.Option("--map", metavar="FIELD=COLUMN", help="Take a canonical field from another column (repeatable). --map battle_id= ignores id columns.", show_default=False),
@@ -157,19 +159,39 @@ WinnerMapOption = Annotated[
 ]
 
 
-def input_options(input_format: InputFormat, mapping: list[str] | None, winner_map: list[str] | None) -> InputOptions:
-    return InputOptions(fmt=input_format.value, mapping=parse_pairs(mapping, "--map"), winner_map=parse_pairs(winner_map, "--winner-map", last=True))
+StrongWeightOption = Annotated[float, typer.Option("--strong-weight", click_type=number(STRONG_WEIGHT), help="arena-hard judgments: the weight of a strong verdict (A>>B, B>>A), as arena-hard-auto's --weight; a slight one weighs 1.")]
+AnswersOption = Annotated[
+    Optional[Path],
+    typer.Option("--answers", metavar="DIR", help="arena-hard judgments: the benchmark's model_answer folder (or the benchmark folder); both sides' answer metadata (style counts), else texts, are joined by model and uid.", show_default=False),
+]
+JudgmentBaselineOption = Annotated[
+    Optional[str],
+    typer.Option("--judgment-baseline", metavar="MODEL", help="arena-hard judgments: the baseline of lines that name none (default: their category's, as arena-hard-auto's; gpt-4-0314 without a category).", show_default=False),
+]
+
+
+def input_options(
+    input_format: InputFormat, mapping: list[str] | None, winner_map: list[str] | None, strong_weight: float = DEFAULT_STRONG_WEIGHT,
+    answers: Path | None = None, judgment_baseline: str | None = None,
+) -> InputOptions:
+    return InputOptions(
+        fmt=input_format.value, mapping=parse_pairs(mapping, "--map"), winner_map=parse_pairs(winner_map, "--winner-map", last=True),
+        strong_weight=strong_weight, answers=answers, judgment_baseline=judgment_baseline,
+    )
 
 
 _INPUT_PARAMETERS = [
     option("input_format", InputFormatOption, InputFormat("auto")),
     option("mapping", MapOption, None),
     option("winner_map", WinnerMapOption, None),
+    option("strong_weight", StrongWeightOption, DEFAULT_STRONG_WEIGHT),
+    option("answers", AnswersOption, None),
+    option("judgment_baseline", JudgmentBaselineOption, None),
 ]
 
 
-def _source(sources: list[Path] | None, store: Path | None, input_format: InputFormat, mapping: list[str] | None, winner_map: list[str] | None) -> Source:
-    return Source(tuple(sources or ()), store, input_options(input_format, mapping, winner_map))
+def _source(sources: list[Path] | None, store: Path | None, **input_values: Any) -> Source:
+    return Source(tuple(sources or ()), store, input_options(**input_values))
 
 
 #: FILES or --store, and how to read the files: every command that reads battles.

@@ -12,7 +12,7 @@ import polars as pl
 from arena_cli.errors import InputError
 from arena_cli.io.fields import decode_json
 from arena_cli.io.files import check_file, container_of, sniff_container
-from arena_cli.io.options import FORMATS, InputOptions
+from arena_cli.io.options import CONTAINERS, FORMATS, JUDGE_FORMATS, InputOptions
 from arena_cli.io.readers import RAW, ROW
 from arena_cli.schema import CONVERSATION, META_COLUMNS, OUTCOMES, WINNER_LABELS
 
@@ -173,7 +173,7 @@ def container_for(path: Path, options: InputOptions) -> str:
     content shows (standard input, an unknown extension)."""
     if options.fmt not in FORMATS:
         raise InputError(f"--input-format {options.fmt}: unknown format (one of: {', '.join(FORMATS)})")
-    if options.fmt in ("auto", "kaggle"):
+    if options.fmt not in CONTAINERS:
         return container_of(path) or sniff_container(path)
     return options.fmt
 
@@ -181,11 +181,15 @@ def container_for(path: Path, options: InputOptions) -> str:
 def check_sources(paths: list[Path], options: InputOptions) -> dict[str, str]:
     """Fail fast, before any lock is taken or row read: every source exists and has a known format, and
     ``--map``/``--winner-map`` are well formed. Returns the winner labels to use."""
+    from arena_cli.io.judged import source_files
+
     labels = winner_labels(options)
     for mapped in options.mapping:
         if mapped not in MAPPABLE:
             raise InputError(f"--map {mapped}=...: unknown field (one of: {', '.join(MAPPABLE)})")
-    for path in paths:
+    if options.mapping and options.fmt in JUDGE_FORMATS:
+        raise InputError(f"--map does not apply to --input-format {options.fmt}: its records have fields of their own")
+    for path in source_files(paths, options):
         check_file(path)
         container_for(Path(path), options)
     return labels

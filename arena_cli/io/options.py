@@ -17,9 +17,15 @@ from arena_cli.bounds import Bounds
 
 #: File containers, told apart by extension, else by content (see :mod:`arena_cli.io.files`).
 CONTAINERS: tuple[str, ...] = ("jsonl", "json", "csv", "parquet")
-#: The ``--input-format`` values: a container, ``auto`` (by extension, else by content) or ``kaggle`` (a
-#: container so found, read in the Kaggle dialect).
-FORMATS: tuple[str, ...] = ("auto", *CONTAINERS, "kaggle")
+#: Logs of LLM judges read in their own shape (see :mod:`arena_cli.io.judged`): arena-hard-auto's judgment
+#: files and AlpacaEval's annotations. A directory given in one of these formats is read as every such file in it.
+JUDGE_FORMATS: tuple[str, ...] = ("arena-hard", "alpaca-eval")
+#: The ``--input-format`` values: a container, ``auto`` (by extension, else by content) or a dialect read from a
+#: container so found: ``kaggle`` and the judge formats.
+FORMATS: tuple[str, ...] = ("auto", *CONTAINERS, "kaggle", *JUDGE_FORMATS)
+#: How many votes a strong verdict of arena-hard-auto (``A>>B``) counts for: its ``weight``, 3 by default.
+STRONG_WEIGHT = Bounds("--strong-weight", low=0)
+DEFAULT_STRONG_WEIGHT = 3.0
 
 #: Markdown recipes of the style features (see ``arena features``), the default first.
 RECIPES: tuple[str, ...] = ("default", "lmarena")
@@ -41,15 +47,34 @@ def default_store_path() -> Path:
 class InputOptions:
     """How to read vote-log files. ``mapping`` overrides where a canonical field comes from (an empty column
     for ``battle_id`` means "ignore any id column, use the content hash"); ``winner_map`` maps extra winner
-    labels to outcomes."""
+    labels to outcomes.
+
+    For arena-hard-auto judgments: ``strong_weight`` is the weight of a strong verdict (``A>>B``), ``answers``
+    a folder of the benchmark's answer files whose style counts (or texts) are joined to both sides, and
+    ``judgment_baseline`` the baseline of lines that name none (else their category's, as arena-hard-auto's)."""
 
     fmt: str = "auto"
     mapping: Mapping[str, str] = field(default_factory=dict)
     winner_map: Mapping[str, str] = field(default_factory=dict)
     batch_rows: int = 200_000
+    strong_weight: float = DEFAULT_STRONG_WEIGHT
+    answers: Path | None = None
+    judgment_baseline: str | None = None
+
+    def __post_init__(self) -> None:
+        STRONG_WEIGHT.check(self.strong_weight)
+        if self.answers is not None:
+            object.__setattr__(self, "answers", Path(self.answers))
 
     def as_meta(self) -> dict[str, Any]:
-        return {"input_format": self.fmt, "map": dict(self.mapping), "winner_map": dict(self.winner_map)}
+        meta: dict[str, Any] = {"input_format": self.fmt, "map": dict(self.mapping), "winner_map": dict(self.winner_map)}
+        judged = {
+            "strong_weight": self.strong_weight if self.strong_weight != DEFAULT_STRONG_WEIGHT else None,
+            "answers": str(self.answers) if self.answers is not None else None,
+            "judgment_baseline": self.judgment_baseline,
+        }
+        meta.update({k: v for k, v in judged.items() if v is not None})
+        return meta
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from arena_cli.io.canonical import align, canonicalize, numeric_extras, raw_of
 from arena_cli.io.dialects import Plan, check_sources, container_for, plan_for
 from arena_cli.io.duplicates import NO_BATTLES, NO_OCCURRENCES, SourceIds, add_hashes, conflict_rows, seen_keys, split_duplicates
 from arena_cli.io.lean import IDENTITY, LeanIds, LeanParquet, lean_parquet, lean_plan, select_wanted
+from arena_cli.io.judged import JudgeLog, source_files
 from arena_cli.io.options import InputOptions
 from arena_cli.io.readers import read_batches
 from arena_cli.io.results import IngestResult, ReadPath, SourceSummary
@@ -70,6 +71,7 @@ def read_sources(
     options = options or InputOptions()
     map_batch = map_batch or _unchanged
     labels = check_sources(paths, options)
+    paths = source_files(paths, options)
     choice = choose_read_path(paths, options, columns)
     path = choice.path
     if path is ReadPath.STREAMED and columns is not None:
@@ -94,7 +96,7 @@ def stream(paths: list[Path], options: InputOptions, seen: pl.DataFrame) -> Iter
     ``seen`` is :func:`seen_keys` of the battles already stored; it grows as batches are accepted.
     """
     labels = check_sources(paths, options)
-    for path in paths:
+    for path in source_files(paths, options):
         occurrences = NO_OCCURRENCES
         source_ids = SourceIds()
         text = _is_text(Path(path), options)
@@ -176,19 +178,21 @@ def _validated(
     if columns is not None and fmt == "parquet":
         lean = lean_parquet(path, options, columns)
         read_columns, batch_rows = lean.columns, lean.batch_rows(options)
-    for raw in read_batches(path, fmt, batch_rows, read_columns):
-        batches += 1
-        summary.rows_read += raw.frame.height + raw.rejected.height
-        summary.quarantined.update(raw.rejected["reason"].to_list())
-        if not raw.frame.height:
-            yield summary, None, pl.DataFrame(), raw.rejected
-            continue
-        plan = plan_for(raw.frame.columns, options, str(path), previous=plan)
-        summary.id_column = plan.columns.get("battle_id")
-        rows = align(raw.frame, plan)
-        accepted, invalid = canonicalize(rows, plan if columns is None else lean_plan(plan, columns), labels, str(path))
-        summary.quarantined.update(invalid["reason"].to_list())
-        yield summary, rows, accepted, pl.concat([raw.rejected, invalid])
+    judged = JudgeLog(path, options)  # a judge's log: its records as votes, in batches of one vote per record
+    for read in read_batches(path, fmt, batch_rows, read_columns):
+        for raw in judged.votes(read):
+            batches += 1
+            summary.rows_read += raw.frame.height + raw.rejected.height
+            summary.quarantined.update(raw.rejected["reason"].to_list())
+            if not raw.frame.height:
+                yield summary, None, pl.DataFrame(), raw.rejected
+                continue
+            plan = plan_for(raw.frame.columns, options, str(path), previous=plan)
+            summary.id_column = plan.columns.get("battle_id")
+            rows = align(raw.frame, plan)
+            accepted, invalid = canonicalize(rows, plan if columns is None else lean_plan(plan, columns), labels, str(path))
+            summary.quarantined.update(invalid["reason"].to_list())
+            yield summary, rows, accepted, pl.concat([raw.rejected, invalid])
     if not batches:
         yield summary, None, pl.DataFrame(), empty_quarantine()
 
