@@ -107,6 +107,61 @@ def test_a_failed_write_leaves_nothing_behind(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("message", ["parquet: File out of specification: underlying IO error: No space left on device (os error 28)",
+                                     "parquet: File out of specification: Invalid thrift: transport error"])
+@pytest.mark.parametrize("command", ["export", "simulate"])
+def test_a_parquet_file_that_polars_cannot_write_is_named(store, tmp_path, monkeypatch, command, message):
+    """Polars reports its own write errors as polars errors (the OS error in the message, or none when the footer
+    cannot be written): one line naming the file, as for any write."""
+    def full(*args, **kwargs):
+        raise pl.exceptions.ComputeError(message)
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", full)
+    args = {"export": ["export", "-s", store, "-o", tmp_path / "out.parquet"],
+            "simulate": ["simulate", "-n", "10", "--no-texts", "-f", "parquet", "-o", tmp_path / "sim"]}[command]
+    target = tmp_path / "out.parquet" if command == "export" else tmp_path / "sim" / "battles.parquet"
+    _one_error_line(run(*args), target)
+    assert not target.exists()
+
+
+def test_an_output_that_is_a_symbolic_link_updates_its_target(store, tmp_path):
+    target = tmp_path / "boards" / "2025-03.json"
+    target.parent.mkdir()
+    target.write_text("old")
+    link = tmp_path / "latest.json"
+    link.symlink_to(target)
+    assert run("fit", "-s", store, "--ci", "none", "-o", link).exit_code == 0
+    assert link.is_symlink() and json.loads(target.read_text())["kind"] == "leaderboard"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["2025-03.json"]  # no temporary left beside it
+
+
+def test_an_output_that_is_a_pipe_is_written_in_place(store, tmp_path):
+    """A named pipe (and so ``/dev/stdout``, ``/dev/null``) is written as a shell's ``>`` would, never replaced by a
+    regular file; a reader that stops reading early is not an error."""
+    import threading
+
+    pipe = tmp_path / "board.fifo"
+    os.mkfifo(pipe)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(pipe.read_bytes()), daemon=True)
+    reader.start()
+    result = run("fit", "-s", store, "--ci", "none", "-f", "csv", "-o", pipe)
+    reader.join(timeout=30)
+    assert result.exit_code == 0, result.output
+    assert received and received[0].startswith(b"rank,") and pipe.is_fifo()
+
+    def close_early() -> None:
+        with open(pipe, "rb") as handle:
+            handle.read(10)
+
+    reader = threading.Thread(target=close_early, daemon=True)
+    reader.start()
+    result = run("export", "-s", store, "-f", "jsonl", "-o", pipe)
+    reader.join(timeout=30)
+    assert result.exit_code == 0, result.output
+    assert pipe.is_fifo()
+
+
 def test_a_markdown_report_appears_only_with_its_images(store, tmp_path):
     (tmp_path / "report-forest.png").mkdir()  # an image that cannot be written
     result = run("report", "-s", store, "--rounds", "20", "--variants", "none,length", "-o", tmp_path / "report.md")

@@ -344,14 +344,21 @@ def polars_enospc(*args, **kwargs):
     raise pl.exceptions.ComputeError("parquet: File out of specification: underlying IO error: No space left on device (os error 28)")
 
 
-@pytest.mark.parametrize("writer", [enospc, polars_enospc], ids=["OSError", "polars"])
-def test_a_full_disk_leaves_the_store_as_it_was(store, tmp_path, monkeypatch, writer):
+def polars_footer_enospc(*args, **kwargs):
+    """What polars' parquet writer raises when the disk fills up as it writes the footer: no OS error number."""
+    raise pl.exceptions.ComputeError("parquet: File out of specification: Invalid thrift: transport error")
+
+
+@pytest.mark.parametrize(("writer", "reason"), [(enospc, "no space left on device"), (polars_enospc, "no space left on device"),
+                                                (polars_footer_enospc, "the parquet file could not be written out (is the disk full?)")],
+                         ids=["OSError", "polars", "polars footer"])
+def test_a_full_disk_leaves_the_store_as_it_was(store, tmp_path, monkeypatch, writer, reason):
     before = data_files(store)
     monkeypatch.setattr(pl.DataFrame, "write_parquet", writer)
     result = arena(*commands(store, tmp_path)["ingest"])
     assert result.exit_code == 3, result.output
     message = " ".join(result.stderr.split())
-    assert message.startswith(f"error: cannot write to store {store}: no space left on device ({store / 'battles'}/part-000005-")
+    assert message.startswith(f"error: cannot write to store {store}: {reason} ({store / 'battles'}/part-000005-")
     assert data_files(store) == before  # no staged part, no temporary, the manifest untouched
 
 

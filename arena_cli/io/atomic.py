@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -52,12 +54,24 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def writable_file(path: Path) -> Path:
     """``path`` if a file can be written there, else an :class:`InputError` naming it: checked before a command
-    does its work, so a typo in ``-o`` costs nothing. Its directory must exist (it is not created)."""
+    does its work, so a typo in ``-o`` costs nothing. Its directory must exist (it is not created); a symbolic
+    link's is its target's."""
     path = Path(path)
     if path.is_dir():
         raise InputError(f"cannot write {path}: it is a directory (give a file name)")
-    _writable_directory(path, path.parent)
+    if _written_in_place(path):
+        if not os.access(path, os.W_OK):
+            raise InputError(f"cannot write {path}: permission denied")
+        return path
+    _writable_directory(path, path.resolve().parent)
     return path
+
+
+def _written_in_place(path: Path) -> bool:
+    """Whether ``path`` is an existing file that is not a regular one (``/dev/stdout``, ``/dev/null``, a terminal, a
+    named pipe): it is written where it is, as a shell's ``>`` does. Replacing it by a regular file, as an atomic
+    write would, would break it for every other program."""
+    return path.exists() and not path.is_file() and not path.is_dir()
 
 
 def writable_directory(path: Path) -> Path:
@@ -81,8 +95,57 @@ def _writable_directory(path: Path, directory: Path) -> None:
 
 def write_output(path: Path, write: Callable[[Path], object]) -> None:
     """:func:`atomic_write` for a user's output file: whole or not at all, and a failure (a directory in the way,
-    no permission, a full disk) is an :class:`InputError` naming the file instead of a traceback."""
+    no permission, a full disk) is an :class:`InputError` naming the file instead of a traceback. A symbolic link
+    is followed (its target is replaced, the link stays); a device or pipe is written in place."""
+    path = Path(path)
     try:
-        atomic_write(path, write)
-    except OSError as error:
-        raise InputError(f"cannot write {path}: {error.strerror or error}") from None
+        if _written_in_place(path):
+            _write_in_place(path, write)
+        else:
+            atomic_write(path.resolve(), write)
+    except Exception as error:
+        reason = write_failure(error)
+        if reason is None:
+            raise
+        raise InputError(f"cannot write {path}: {reason}") from None
+
+
+def _write_in_place(path: Path, write: Callable[[Path], object]) -> None:
+    """A reader that stops reading (``-o /dev/stdout | head -1``) is not an error, as on stdout."""
+    try:
+        write(path)
+    except Exception as error:
+        if _error_number(error) != errno.EPIPE:
+            raise
+
+
+def write_failure(error: BaseException) -> str | None:
+    """Why a write failed, when the file system is why (a full disk, a read-only file system, no permission), or
+    None. Polars reports the OS error of its own writes in its message, except that its parquet writer, when
+    the footer cannot be written, says only "transport error"."""
+    number = _error_number(error)
+    if number is not None:
+        return os.strerror(number)
+    if isinstance(error, OSError):
+        return error.strerror or str(error)
+    if _is_polars_error(error) and "transport error" in str(error):
+        return "the parquet file could not be written out (is the disk full?)"
+    return None
+
+
+_OS_ERROR = re.compile(r"\(os error (\d+)\)")
+
+
+def _error_number(error: BaseException) -> int | None:
+    """The OS error number of a failed write: polars raises its own writes' errors with the number in the message
+    only (an ``OSError`` without ``errno``, or a polars error)."""
+    if isinstance(error, OSError) and error.errno is not None:
+        return error.errno
+    match = _OS_ERROR.search(str(error)) if isinstance(error, OSError) or _is_polars_error(error) else None
+    return int(match.group(1)) if match else None
+
+
+def _is_polars_error(error: BaseException) -> bool:
+    import polars as pl
+
+    return isinstance(error, pl.exceptions.PolarsError)

@@ -28,7 +28,6 @@ import errno
 import fcntl
 import json
 import os
-import re
 import shlex
 import time
 import uuid
@@ -41,7 +40,7 @@ from typing import Any
 import polars as pl
 
 from arena_cli.errors import InputError, StoreLockedError
-from arena_cli.io.atomic import atomic_write, atomic_write_bytes, fsync_dir
+from arena_cli.io.atomic import atomic_write, atomic_write_bytes, fsync_dir, write_failure
 from arena_cli.io.manifest import (
     MANIFEST,
     TABLE_FOLDERS,
@@ -76,27 +75,18 @@ class StoreDamagedError(InputError):
                              f"`arena store check --store {quoted}` lists the problems, `arena store repair --store {quoted}` fixes them")
 
 
-_OS_ERROR = re.compile(r"\(os error (\d+)\)")
-
-
 @contextmanager
 def writing(root: Path, path: Path | None = None) -> Iterator[None]:
     """A file-system error while writing the store (a full disk, a read-only store, no permission) is the
-    user's to fix: an input error (exit 3) naming the path, never a traceback. Polars reports the OS error of
-    its own writes in its message."""
+    user's to fix: an input error (exit 3) naming the path, never a traceback."""
     try:
         yield
-    except OSError as error:
-        reason = error.strerror or str(error)
-        where = error.filename or path or root
-    except pl.exceptions.PolarsError as error:
-        match = _OS_ERROR.search(str(error))
-        if match is None:
+    except Exception as error:
+        reason = write_failure(error)
+        if reason is None:
             raise
-        reason, where = os.strerror(int(match.group(1))), path or root
-    else:
-        return
-    raise InputError(f"cannot write to store {root}: {reason[:1].lower()}{reason[1:]} ({where})") from None
+        where = getattr(error, "filename", None) or path or root
+        raise InputError(f"cannot write to store {root}: {reason[:1].lower()}{reason[1:]} ({where})") from None
 
 
 @dataclass
