@@ -262,6 +262,25 @@ def test_files_whose_every_row_is_dropped_say_why(tmp_path):
     one_line_error(result, "none of the 2 row(s)", "unknown_winner 2", 'unknown winner label "L"', "--winner-map")
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_a_file_given_twice_is_two_sources_and_the_second_only_repeats_the_first(tmp_path, fmt):
+    """Each source keeps its own counts (its battles, then as many duplicates): none is merged into the other's."""
+    path = tmp_path / f"v.{fmt}"
+    if fmt == "jsonl":
+        _write(path, jsonl(votes(300)))
+    else:
+        pl.DataFrame(votes(300)).write_parquet(path)
+    once = json.loads(arena("info", path, "-f", "json").stdout)["tables"]
+    for command in (["info", "-f", "json"], ["fit", "--ci", "none"], ["matrix"]):
+        result = arena(command[0], path, path, *command[1:])
+        assert result.exit_code == 0, result.output
+        assert "300 exact duplicate row(s) dropped" in result.stderr
+        if command[0] == "info":
+            assert json.loads(result.stdout)["tables"] == once
+    ingested = arena("ingest", path, path, "--store", tmp_path / "s", "--format", "json")
+    assert [(s["stored"], s["duplicates"]) for s in json.loads(ingested.stdout)["tables"]["sources"]] == [(300, 0), (0, 300)]
+
+
 # -- standard input --------------------------------------------------------------------------------------------
 
 

@@ -20,7 +20,7 @@ from arena_cli.io.dialects import check_sources
 from arena_cli.io.duplicates import NO_BATTLES, seen_keys
 from arena_cli.io.options import InputOptions
 from arena_cli.io.reading import read_sources, stream
-from arena_cli.io.results import IngestResult, SourceSummary
+from arena_cli.io.results import IngestResult, SourceSummary, keep_summary
 from arena_cli.schema import empty_quarantine
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def ingest_to_store(store: Store, paths: list[Path], options: InputOptions | Non
 
 def _ingest(store: Store, paths: list[Path], options: InputOptions, strict: bool, lock_wait: float,
             on_batch: Callable[[SourceSummary], None] | None) -> list[SourceSummary]:
-    summaries: dict[str, SourceSummary] = {}
+    summaries: list[SourceSummary] = []
     with store.write(wait=lock_wait) as tx:
         stored = store.scan("battles", ["battle_id", "content_hash"])
         seen = seen_keys(NO_BATTLES) if stored is None else seen_keys(stored).collect()
@@ -58,7 +58,7 @@ def _ingest(store: Store, paths: list[Path], options: InputOptions, strict: bool
         pending_rows = 0
         rejected_parts: list[pl.DataFrame] = []
         for summary, accepted, rejected in stream(paths, options, seen):
-            summaries[summary.source] = summary
+            keep_summary(summaries, summary)
             if on_batch:
                 on_batch(summary)
             if rejected.height:
@@ -72,12 +72,12 @@ def _ingest(store: Store, paths: list[Path], options: InputOptions, strict: bool
         rejected_all = pl.concat(rejected_parts) if rejected_parts else empty_quarantine()
         if strict and rejected_all.height:
             counts = Counter(rejected_all["reason"].to_list())
-            valid = sum(s.stored for s in summaries.values())
+            valid = sum(s.stored for s in summaries)
             refused = RejectedRowsError(
                 f"--strict: {rejected_all.height} row(s) rejected ({', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))}); "
                 f"the store is unchanged (the {valid:,} valid new row(s) were not stored either)"
             )
-            refused.summaries = tuple(replace(s, stored=0) for s in summaries.values())
+            refused.summaries = tuple(replace(s, stored=0) for s in summaries)
             raise refused
         if pending:
             tx.add("battles", pl.concat(pending, how="diagonal_relaxed", rechunk=False))
@@ -86,5 +86,5 @@ def _ingest(store: Store, paths: list[Path], options: InputOptions, strict: bool
         if old_quarantine is not None and rejected_all.height:
             rejected_all = rejected_all.join(old_quarantine, on=identity, how="anti", nulls_equal=True)
         tx.add("quarantine", rejected_all)
-        tx.log({"sources": [s.as_dict() for s in summaries.values()]})
-    return list(summaries.values())
+        tx.log({"sources": [s.as_dict() for s in summaries]})
+    return summaries

@@ -23,7 +23,7 @@ from arena_cli.io.lean import IDENTITY, LeanIds, LeanParquet, lean_parquet, lean
 from arena_cli.io.judged import JudgeLog, source_files
 from arena_cli.io.options import InputOptions
 from arena_cli.io.readers import read_batches
-from arena_cli.io.results import IngestResult, ReadPath, SourceSummary
+from arena_cli.io.results import IngestResult, ReadPath, SourceSummary, keep_summary
 from arena_cli.io.streamed import read_streamed
 from arena_cli.schema import Frame, conform, empty_battles, empty_quarantine
 
@@ -122,16 +122,16 @@ def read_full(
     """Every battle with its id and content hash; ``map_batch`` applied to them all once read."""
     battles: list[pl.DataFrame] = []
     quarantine: list[pl.DataFrame] = []
-    summaries: dict[str, SourceSummary] = {}
+    summaries: list[SourceSummary] = []
     for summary, accepted, rejected in stream(paths, options, seen_keys(NO_BATTLES)):
-        summaries[summary.source] = summary
+        keep_summary(summaries, summary)
         if accepted.height:
             battles.append(accepted)
         if rejected.height:
             quarantine.append(rejected)
     frame = pl.concat(battles, how="diagonal_relaxed") if battles else empty_battles()
     mapped = map_batch(frame if columns is None else select_wanted(frame, columns))
-    return IngestResult(_collected(mapped), _quarantine(quarantine), list(summaries.values()))
+    return IngestResult(_collected(mapped), _quarantine(quarantine), summaries)
 
 
 def read_lean(
@@ -142,11 +142,11 @@ def read_lean(
     lean_ids = LeanIds()
     battles: list[Frame] = []
     quarantine: list[pl.DataFrame] = []
-    summaries: dict[str, SourceSummary] = {}
+    summaries: list[SourceSummary] = []
     for number, path in enumerate(paths):
         text = _is_text(Path(path), options)
         for summary, rows, accepted, rejected in _validated(Path(path), options, labels, columns):
-            summaries[summary.source] = summary
+            keep_summary(summaries, summary)
             if rows is not None:
                 if not lean_ids.add(number, accepted["battle_id"]):
                     return ReadPath.FULL
@@ -160,7 +160,7 @@ def read_lean(
     if not battles:  # no sources
         battles.append(map_batch(select_wanted(empty_battles(), columns)))
     frame = pl.concat([_collected(part) for part in battles], how="diagonal_relaxed")
-    return IngestResult(frame, _quarantine(quarantine), list(summaries.values()))
+    return IngestResult(frame, _quarantine(quarantine), summaries)
 
 
 def _validated(

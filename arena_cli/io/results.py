@@ -45,6 +45,13 @@ class SourceSummary:
         }
 
 
+def keep_summary(summaries: list[SourceSummary], summary: SourceSummary) -> None:
+    """Add ``summary`` to ``summaries`` unless it is the last one kept: a source's batches all report the one
+    summary of their source, and a path given twice is two sources, each with its own counts."""
+    if not summaries or summaries[-1] is not summary:
+        summaries.append(summary)
+
+
 @dataclass
 class IngestResult:
     """In-memory result of reading sources: canonical battles, quarantined rows, per-source counts."""

@@ -31,7 +31,7 @@ def read_streamed(
     instead: :attr:`ReadPath.LEAN` when a model name needs trimming or a label normalising, :attr:`ReadPath.FULL`
     when ids need hashes (see :class:`LeanIds`). ``map_batch`` gets each file's canonical query, lazily."""
     lean_ids = LeanIds()
-    summaries: dict[str, SourceSummary] = {}  # one per source, as batch reads give
+    summaries: list[SourceSummary] = []  # one per source, as batch reads give
     quarantine: list[pl.DataFrame] = []
     for number, (path, lean) in enumerate(zip(paths, leans)):
         checked = _checked_rows(Path(path), lean, labels)
@@ -40,7 +40,8 @@ def read_streamed(
         rows, ids, rejected = checked
         if not lean_ids.add(number, ids):
             return ReadPath.FULL
-        summary = summaries[str(path)] = SourceSummary(str(path), rows_read=rows, stored=rows - rejected.height)
+        summary = SourceSummary(str(path), rows_read=rows, stored=rows - rejected.height)
+        summaries.append(summary)
         summary.quarantined.update(rejected["reason"].to_list())
         quarantine.append(rejected)
     if not lean_ids.settled():
@@ -59,7 +60,7 @@ def read_streamed(
             id_expr(schema, col).alias("battle_id"),
         )
         battles.append(_streamed_collect(map_batch(select_wanted(conform(canonical), columns)), Path(path)))
-    return IngestResult(pl.concat(battles, how="diagonal_relaxed"), pl.concat(quarantine), list(summaries.values()))
+    return IngestResult(pl.concat(battles, how="diagonal_relaxed"), pl.concat(quarantine), summaries)
 
 
 def _scan(path: Path, lean: LeanParquet) -> pl.LazyFrame:
