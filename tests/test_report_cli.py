@@ -104,3 +104,21 @@ def test_heatmaps_keep_long_model_names_whole_and_readable():
         assert box.x0 >= bounds.x0 - 1 and box.y0 >= bounds.y0 - 1 and box.x1 <= bounds.x1 + 1 and box.y1 <= bounds.y1 + 1
     width = float(re.search(r'width="([\d.]+)pt"', svg_text(Figure("h", "h", lambda: figure))).group(1))
     assert width <= plots.PAGE_WIDTH * 72  # shown at natural size on the page: the 6 pt names stay 6 pt
+
+
+def test_forest_plot_draws_an_interval_that_excludes_its_score():
+    """From few bootstrap rounds an interval can lie wholly on one side of its estimate: drawn from its ends."""
+    import polars as pl
+
+    from arena_cli.render import plots
+
+    board = pl.DataFrame({"model": ["a", "b", "c"], "score": [1010.0, 1000.0, 990.0],
+                          "score_lower": [1012.0, 995.0, None], "score_upper": [1020.0, 998.0, None]})
+    figure = plots.forest_plot({"none": board})
+    lines = figure.axes[0].collections[0].get_segments()
+    assert [(seg[0][0], seg[1][0]) for seg in lines] == [(1012.0, 1020.0), (995.0, 998.0), (990.0, 990.0)]
+
+
+def test_a_report_from_very_few_rounds_is_written(store, tmp_path):
+    result = run("report", "-s", store, "-o", tmp_path / "r.html", "--rounds", "2", "--variants", "none,both")
+    assert result.exit_code == 0, result.output

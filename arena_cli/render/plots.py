@@ -58,11 +58,12 @@ def forest_plot(leaderboards: Mapping[str, pl.DataFrame]):
     for k, name in enumerate(names):
         board = leaderboards[name]
         y = [index[m] + (k - (len(names) - 1) / 2) * step for m in board["model"].to_list()]
-        score = board["score"].to_numpy()
-        lower = (board["score"] - board["score_lower"]).fill_null(0).to_numpy()
-        upper = (board["score_upper"] - board["score"]).fill_null(0).to_numpy()
-        ax.errorbar(score, y, xerr=[lower, upper], fmt="o", markersize=3, capsize=0, linewidth=1,
-                    color=SERIES[(k + (0 if len(names) > 1 else 1)) % len(SERIES)], label=name)
+        colour = SERIES[(k + (0 if len(names) > 1 else 1)) % len(SERIES)]
+        # the interval is drawn between its ends, not as distances from the score: from few bootstrap rounds
+        # it can exclude its own estimate
+        ends = [board[end].fill_null(board["score"]).to_numpy() for end in ("score_lower", "score_upper")]
+        ax.hlines(y, *ends, colors=colour, linewidth=1)
+        ax.plot(board["score"].to_numpy(), y, "o", markersize=3, color=colour, label=name)
     ax.set_yticks(range(len(order)), order, fontsize=7)
     ax.set_ylim(len(order) - 0.4, -0.6)
     ax.set_xlabel("score (interval)")
