@@ -171,6 +171,8 @@ CASES = [
     Case("manifest deleted", lambda r: (r / MANIFEST).unlink(), "manifest_missing", "manifest.json is missing"),
     Case("listed part renamed", edit(rename_listed), "missing_part", "part-999999"),
     Case("listed part deleted", lambda r: part(r).unlink(), "missing_part", "is listed in manifest.json but missing"),
+    Case("listed part a link to nothing", lambda r: (part(r).unlink(), part(r).symlink_to(r / "gone.parquet")), "missing_part",
+         "is listed in manifest.json but missing"),
     Case("features part deleted", lambda r: part(r, "features/tokens-cl100k_base-v1").unlink(), "missing_part", "features/tokens-cl100k_base-v1/part-"),
     Case("part listed twice", edit(duplicate_first), "duplicate_entry", "is listed twice"),
     Case("wrong row count", edit(set_entry("rows", 5)), "row_count", "rows; manifest.json says 5",
@@ -179,6 +181,9 @@ CASES = [
     Case("absolute path", edit(set_entry("path", "/etc/part-000001-00000000.parquet")), "bad_entry", "outside the store"),
     Case("path in another table's folder", edit(move_to_quarantine_folder), "bad_entry", "not a part file of the table's folder quarantine/"),
     Case("rows not a count", edit(set_entry("rows", "many")), "bad_entry", "is not a count"),
+    Case("rows beyond 64 bits", edit(set_entry("rows", 10**30)), "bad_entry", "rows 1000000000000000000000000000000 is not a count"),
+    Case("generation beyond 64 bits", edit(lambda m: m.update(generation=10**20)), "manifest_invalid", "'generation' is not a count"),
+    Case("manifest nested too deeply", write_file(MANIFEST, b"[" * 100_000 + b"]" * 100_000), "manifest_unreadable", "JSON nested too deeply"),
     Case("unknown table", edit(lambda m: m["tables"].update({"../x": []})), "bad_entry", "not a table of a store"),
     Case("generation lowered", edit(lambda m: m.update(generation=1)), "generation", "newer than manifest.json (generation 1)"),
     Case("entry dropped from the manifest", edit(unlist_first), "unlisted_part", "is not listed in manifest.json"),
@@ -244,6 +249,8 @@ def test_check_names_the_problem_and_repair_fixes_it_deleting_nothing(case, stor
     problems = json.loads(check.stdout)["tables"]["problems"]
     assert case.kind in {p["kind"] for p in problems}, problems
     assert check.exit_code == (0 if case in NOTES else 3)
+    if case.kind == "manifest_newer":
+        assert "upgrade arena-cli" in check.stderr and "fixes it" not in check.stderr
     repair = arena("store", "repair", "-s", store, "-f", "json")
     if case.kind == "manifest_newer":  # not this version's to rewrite
         assert repair.exit_code == 3 and "newer arena-cli" in repair.stderr and data_files(store) == damaged

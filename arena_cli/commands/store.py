@@ -23,6 +23,8 @@ def check_command(output: Output, store: StoreOption = None) -> None:
     check = api.check_store(store)
     show(check, output)
     if not check.healthy:
+        if any(p.kind == "manifest_newer" for p in check.problems):  # not this version's to rewrite
+            raise InputError(check.message() + "; upgrade arena-cli to use it (`arena store repair` will not rewrite it)")
         raise InputError(check.message() + f"; `arena store repair --store {_quoted(check.root)}` fixes it")
     info(check.message())
 

@@ -88,8 +88,9 @@ def by_importance(problems: Iterable[Problem]) -> list[Problem]:
     return sorted(problems, key=lambda p: KINDS.index(p.kind))
 
 
-def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+def is_count(value: Any) -> bool:
+    """A whole number a part's rows or a generation can be: parquet counts rows in 64-bit integers."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
 
 
 # ------------------------------------------------------------------------------------- the manifest itself
@@ -116,6 +117,8 @@ def parse_manifest(text: str) -> tuple[dict[str, Any] | None, list[Problem]]:
         manifest = json.loads(text)
     except ValueError as error:
         return None, [Problem("manifest_unreadable", MANIFEST, f"{MANIFEST} is not valid JSON ({error})")]
+    except RecursionError:
+        return None, [Problem("manifest_unreadable", MANIFEST, f"{MANIFEST} is not a manifest (JSON nested too deeply)")]
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
         return None, [Problem("manifest_format", MANIFEST, f"{MANIFEST} is not an arena store manifest (format {found!r})")]
@@ -125,7 +128,7 @@ def parse_manifest(text: str) -> tuple[dict[str, Any] | None, list[Problem]]:
     if version > FORMAT_VERSION:
         return None, [Problem("manifest_newer", MANIFEST,
                               f"{MANIFEST} was written by a newer arena-cli (format version {version}; this one reads {FORMAT_VERSION})")]
-    for key, valid, what in (("generation", _count, "a count"), ("tables", lambda v: isinstance(v, dict), "an object"),
+    for key, valid, what in (("generation", is_count, "a count"), ("tables", lambda v: isinstance(v, dict), "an object"),
                              ("ingests", lambda v: isinstance(v, list), "a list")):
         if key not in manifest and key != "ingests":
             return None, [Problem("manifest_invalid", MANIFEST, f"{MANIFEST} has no {key!r}")]
@@ -144,10 +147,10 @@ def _entry_problem(table: str, index: int, entry: Any) -> str | None:
         return f"{where}: {entry['path']!r} is outside the store"
     if path.parent.as_posix() != table or part_generation(entry["path"]) is None:
         return f"{where}: {entry['path']!r} is not a part file of the table's folder {table}/"
-    if not _count(entry.get("rows")):
+    if not is_count(entry.get("rows")):
         return f"{where}: rows {entry.get('rows')!r} is not a count"
     nulls = entry.get("nulls", {})
-    if not isinstance(nulls, dict) or not all(isinstance(k, str) and _count(v) for k, v in nulls.items()):
+    if not isinstance(nulls, dict) or not all(isinstance(k, str) and is_count(v) for k, v in nulls.items()):
         return f"{where}: nulls {nulls!r} is not a count per column"
     return None
 

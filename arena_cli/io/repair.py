@@ -39,6 +39,7 @@ from arena_cli.io.manifest import (
     by_importance,
     check_part,
     entries,
+    is_count,
     layout_problems,
     listed_problems,
     part_files,
@@ -242,9 +243,10 @@ def _known(root: Path, manifest: dict[str, Any] | None, problems: list[Problem])
     generation = _GENERATION.search(text)
     try:  # JSON of another shape may still hold the log
         log = json.loads(text).get("ingests")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         log = None
-    return ([(path.rsplit("/", 1)[0], path, None, None) for path in named], int(generation.group(1)) if generation else None,
+    named_generation = int(generation.group(1)) if generation else None
+    return ([(path.rsplit("/", 1)[0], path, None, None) for path in named], named_generation if is_count(named_generation) else None,
             log if isinstance(log, list) else [])
 
 
@@ -263,7 +265,10 @@ def _plan(root: Path, adopt_unpublished: bool) -> tuple[_Plan, bool]:
     for table, path, rows, nulls in known:
         if not (root / path).is_file():
             lost = f"its {rows:,} rows are" if rows is not None else "its rows are"
-            plan.changes.append(Change("drop", path, f"listed in {MANIFEST} but missing: {lost} not on disk"))
+            if (root / path).is_symlink():  # a link to nothing: set aside, or the next check finds it unlisted
+                plan.move(path, f"listed in {MANIFEST}, but a link to a file that is not there: {lost} not on disk")
+            else:
+                plan.changes.append(Change("drop", path, f"listed in {MANIFEST} but missing: {lost} not on disk"))
             continue
         problem, schema = check_part(root, table, path, rows, plan.unions.get(table, {}))
         if problem is not None and problem.kind != "row_count" or schema is None:
