@@ -201,7 +201,7 @@ def compare(
     sides: list[tuple[pl.DataFrame, dict[str, Any], dict[str, Any], dict[str, Any], ScoreDraws | None]] = []
     warnings: list[str] = []
     for side, where, option, is_store in ((old, old_where, "--old-where", stores[0]), (new, new_where, "--new-where", stores[1])):
-        side_filter = dataclasses.replace(filters, where=where)
+        side_filter = dataclasses.replace(filters, where=where, where_option=option)
         if isinstance(side, FitResult):
             result = side
         elif is_store:

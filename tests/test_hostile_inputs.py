@@ -353,11 +353,14 @@ def vote_file(tmp_path_factory):
 @pytest.mark.parametrize("command", WHERE_COMMANDS)
 @pytest.mark.parametrize("where", BAD_WHERE)
 def test_a_bad_where_is_exit_3_with_one_line_naming_it(store, vote_file, tmp_path, command, where):
+    """The error names the option the condition was given with (compare's --old-where, no --where of its own)."""
+    option = "--old-where" if command == "compare" else "--where"
     sources = [["--store", store]] + ([[vote_file]] if command not in ("export", "compare") else [])
     for source in sources:
         result = arena(*WHERE_COMMANDS[command](source, tmp_path, where))
         assert result.exit_code == 3, result.output
-        one_line_error(result, BAD_WHERE[where], repr(where)[1:-1] if "cannot parse" not in BAD_WHERE[where] else "--where")
+        one_line_error(result, BAD_WHERE[where].replace("--where", option), f"{option} ",
+                       repr(where)[1:-1] if "cannot parse" not in BAD_WHERE[where] else option)
         assert not any(tmp_path.iterdir())
 
 

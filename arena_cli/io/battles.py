@@ -29,18 +29,19 @@ class Loaded(Generic[T]):
     warnings: tuple[str, ...] = ()
 
 
-def where_expression(where: str) -> pl.Expr:
+def where_expression(where: str, option: str = "--where") -> pl.Expr:
     """Parse ``--where``, a SQL condition on each battle, with polars (never eval'd as Python). A condition
     must be decided by the battle alone: aggregates (``count(*)``, ``avg(turn)``), windows and subqueries
-    would be computed over each store part or batch read, not over the battles, so they are refused."""
+    would be computed over each store part or batch read, not over the battles, so they are refused.
+    ``option``: the option the condition came from, as errors name it."""
     try:
         condition = pl.sql_expr(where)
     except Exception as error:
-        raise InputError(f"cannot parse --where {where!r}: {_short_reason(error)}") from None
+        raise InputError(f"cannot parse {option} {where!r}: {_short_reason(error)}") from None
     if any(name.startswith("_POLARS_") for name in condition.meta.root_names()):
-        raise InputError(f"--where {where!r}: subqueries are not supported")
+        raise InputError(f"{option} {where!r}: subqueries are not supported")
     if not _per_battle(condition):
-        raise InputError(f"--where {where!r} is not a condition on each battle: aggregates (count, sum, avg, ...) and windows (OVER) are not supported")
+        raise InputError(f"{option} {where!r} is not a condition on each battle: aggregates (count, sum, avg, ...) and windows (OVER) are not supported")
     return condition
 
 
@@ -72,21 +73,21 @@ def _per_battle(condition: pl.Expr) -> bool:
     return per_row(tree)
 
 
-def check_where(where: str, condition: pl.Expr, schema: pl.Schema) -> None:
+def check_where(where: str, condition: pl.Expr, schema: pl.Schema, option: str = "--where") -> None:
     """``condition`` (``where`` parsed) against the columns it is applied to: every column it names exists, and it
     is a true/false condition that runs on them. Checked on the schema and an empty frame, before any row is
     read, so every command says the same of the same condition (a value that fails on some rows, such as a
     CAST, can only fail while they are read)."""
     unknown = [c for c in dict.fromkeys(condition.meta.root_names()) if c not in schema]
     if unknown:
-        raise InputError(f"--where {where!r} names unknown column(s) {', '.join(unknown)}; columns: {', '.join(schema)}")
+        raise InputError(f"{option} {where!r} names unknown column(s) {', '.join(unknown)}; columns: {', '.join(schema)}")
     try:
         dtype = pl.LazyFrame(schema=schema).select(condition).collect_schema().dtypes()[0]
         pl.DataFrame(schema=schema).select(condition)
     except Exception as error:
-        raise InputError(f"--where {where!r} failed: {_short_reason(error)}") from None
+        raise InputError(f"{option} {where!r} failed: {_short_reason(error)}") from None
     if dtype != pl.Boolean:
-        raise InputError(f"--where {where!r} is not a true/false condition (it gives {_dtype_name(dtype)} values)")
+        raise InputError(f"{option} {where!r} is not a true/false condition (it gives {_dtype_name(dtype)} values)")
 
 
 def _dtype_name(dtype: pl.DataType) -> str:
@@ -122,7 +123,7 @@ def load_battle_parts(
     held whole.
     """
     filters = filters or BattleFilter()
-    condition = where_expression(filters.where) if filters.where else None
+    condition = where_expression(filters.where, filters.where_option) if filters.where else None
     wanted = None
     if columns is not None:
         wanted = list(dict.fromkeys([*columns, *(condition.meta.root_names() if condition is not None else [])]))
@@ -139,7 +140,7 @@ def load_battle_parts(
         from arena_cli.io.results import dropped_rows, nothing_read, source_notes
 
         if condition is not None and set(condition.meta.root_names()) <= set(BATTLE_SCHEMA):  # fail before reading
-            check_where(filters.where or "", condition, pl.Schema(BATTLE_SCHEMA))
+            check_where(filters.where or "", condition, pl.Schema(BATTLE_SCHEMA), filters.where_option)
         result = read_sources(list(source.files), source.input, columns=wanted, map_batch=narrowed)
         if not sum(s.stored for s in result.summaries):
             raise NoDataError(nothing_read(result.summaries, result.quarantine))
@@ -150,7 +151,7 @@ def load_battle_parts(
     opened = Store.open(source.store_path)
     whole = opened.scan_parts("battles")
     if condition is not None and whole:  # on every stored column, not only those read
-        check_where(filters.where or "", condition, whole[0].collect_schema())
+        check_where(filters.where or "", condition, whole[0].collect_schema(), filters.where_option)
     parts = opened.scan_parts("battles", wanted)
     if not parts:
         raise NoDataError(f"store {opened.root} has no battles yet")
@@ -191,13 +192,13 @@ def _filtered(part: Frame, filters: BattleFilter, condition: pl.Expr | None) -> 
     """The battles of ``part`` that ``filters`` keep (``condition``: its parsed ``where``)."""
     if condition is not None:
         where = filters.where or ""
-        check_where(where, condition, part.collect_schema())
+        check_where(where, condition, part.collect_schema(), filters.where_option)
         try:
             if isinstance(part, pl.LazyFrame):  # evaluated here, on its own columns: errors surface now, not mid-command
                 part.select(condition.sum()).collect()
             part = part.filter(condition)
         except Exception as error:
-            raise InputError(f"--where {where!r} failed: {_short_reason(error)}") from None
+            raise InputError(f"{filters.where_option} {where!r} failed: {_short_reason(error)}") from None
     if filters.models:
         keep = pl.Series(list(filters.models)).implode()
         part = part.filter(pl.col("model_a").is_in(keep) & pl.col("model_b").is_in(keep))
@@ -214,7 +215,7 @@ def filtered_by(frame: pl.DataFrame, where: str) -> pl.DataFrame:
 
 def filter_frame(frame: pl.DataFrame, filters: BattleFilter) -> pl.DataFrame:
     """``filters`` applied to battles already in memory (a frame given to the Python API)."""
-    condition = where_expression(filters.where) if filters.where else None
+    condition = where_expression(filters.where, filters.where_option) if filters.where else None
     return _collected(_filtered(frame, filters, condition))
 
 

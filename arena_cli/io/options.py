@@ -125,6 +125,7 @@ class BattleFilter:
     where: str | None = None
     models: tuple[str, ...] | None = None
     exclude_models: tuple[str, ...] | None = None
+    where_option: str = field(default="--where", compare=False)  # the option ``where`` came from, as errors name it
 
     def __post_init__(self) -> None:
         for name in ("models", "exclude_models"):
