@@ -104,6 +104,16 @@ def test_an_empty_arena_store_variable_means_the_default_store(log, tmp_path, mo
     assert json.loads(info.stdout)["meta"]["inputs"]["store"] == "arena-store"
 
 
+@pytest.mark.parametrize("command", [["ingest", "LOG"], ["info"], ["store", "repair"]])
+def test_an_empty_store_option_is_a_usage_error_not_the_current_directory(log, tmp_path, monkeypatch, command):
+    """`--store "$DIR"` with DIR unset: refused, where taking it as a path would make the current directory a store."""
+    monkeypatch.chdir(tmp_path)
+    result = run(*[str(log) if a == "LOG" else a for a in command], "--store", "")
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert "--store" in result.output and "an empty path" in result.output
+    assert not any(tmp_path.iterdir())
+
+
 def test_info_json_holds_numbers(store):
     document = json.loads(run("info", "-s", store, "-f", "json").stdout)
     [overview] = document["tables"]["overview"]

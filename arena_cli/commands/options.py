@@ -49,9 +49,9 @@ from arena_cli.models.options import (
 )
 
 try:
-    from typer._click.types import FLOAT, INT, FloatRange  # the click typer vendors (0.24 and later)
+    from typer._click.types import FLOAT, INT, FloatRange, ParamType  # the click typer vendors (0.24 and later)
 except ImportError:  # older typers run on click itself
-    from click.types import FLOAT, INT, FloatRange  # type: ignore[no-redef]
+    from click.types import FLOAT, INT, FloatRange, ParamType  # type: ignore[no-redef]
 
 
 def option_group(name: str, options: list[inspect.Parameter], build: Callable[..., Any]) -> Callable[[Callable], Callable]:
@@ -134,9 +134,23 @@ def parse_pairs(values: list[str] | None, option: str, *, last: bool = False) ->
 
 # -------------------------------------------------------------------------------------------- inputs
 
+class _StorePath(ParamType):
+    """A store directory. An empty one is a usage error: it comes from a variable left unset (``--store "$DIR"``),
+    and taken as a path it would make the current directory a store."""
+
+    name = "path"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, Path):
+            return value
+        if not str(value).strip():
+            self.fail("an empty path (a variable left unset?); leave --store out for $ARENA_STORE or ./arena-store", param, ctx)
+        return Path(value)
+
+
 StoreOption = Annotated[
     Optional[Path],
-    typer.Option("--store", "-s", help="Store directory (default: $ARENA_STORE or ./arena-store).", show_default=False),
+    typer.Option("--store", "-s", click_type=_StorePath(), help="Store directory (default: $ARENA_STORE or ./arena-store).", show_default=False),
 ]
 LockWaitOption = Annotated[
     float,
