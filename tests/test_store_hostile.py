@@ -185,6 +185,7 @@ CASES = [
     Case("generation beyond 64 bits", edit(lambda m: m.update(generation=10**20)), "manifest_invalid", "'generation' is not a count"),
     Case("manifest nested too deeply", write_file(MANIFEST, b"[" * 100_000 + b"]" * 100_000), "manifest_unreadable", "JSON nested too deeply"),
     Case("unknown table", edit(lambda m: m["tables"].update({"../x": []})), "bad_entry", "not a table of a store"),
+    Case("a table's parts not a list", edit(lambda m: m["tables"].update(battles={})), "bad_entry", "names table 'battles', whose parts are not a list"),
     Case("generation lowered", edit(lambda m: m.update(generation=1)), "generation", "newer than manifest.json (generation 1)"),
     Case("entry dropped from the manifest", edit(unlist_first), "unlisted_part", "is not listed in manifest.json"),
     Case("a copy of a part under a published name", copy_as("part-000001-ffffffff.parquet"), "unlisted_part", "part-000001-ffffffff.parquet"),
