@@ -326,6 +326,41 @@ def test_a_read_only_store_is_read_and_not_written(store, tmp_path, monkeypatch)
     assert data_files(store) == before
 
 
+@pytest.mark.parametrize("unreadable", ["a part", MANIFEST])
+def test_a_store_file_this_user_may_not_read_is_not_damage(store, tmp_path, monkeypatch, unreadable):
+    """Permission denied is said as such, by every command; a repair sets nothing aside, as nothing is damaged
+    (it used to move such a part, or with an unreadable manifest the last generation's parts, to lost+found)."""
+    import builtins
+    import errno
+
+    before = data_files(store)
+    name = part(store).name if unreadable == "a part" else MANIFEST
+    real_open, real_read_text = builtins.open, Path.read_text
+
+    def refused(file) -> bool:
+        return Path(str(file)).name == name
+
+    def guarded_open(file, *args, **kwargs):
+        if refused(file):
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES), str(file))
+        return real_open(file, *args, **kwargs)
+
+    def guarded_read_text(self, *args, **kwargs):
+        if refused(self):
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+        return real_read_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", guarded_open)
+    monkeypatch.setattr(Path, "read_text", guarded_read_text)
+    for args in (commands(store, tmp_path)["info"], commands(store, tmp_path)["ingest"], ["store", "check", "-s", store],
+                 ["store", "repair", "-s", store]):
+        result = arena(*args)
+        assert result.exit_code == 3, result.output
+        assert f"cannot read {store}/" in result.stderr and "permission denied" in result.stderr and "damaged" not in result.stderr
+    monkeypatch.undo()
+    assert data_files(store) == before
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes to read-only folders")
 def test_a_store_made_read_only_by_its_modes(store, tmp_path):
     before = data_files(store)

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from arena_cli.errors import InputError
+
 MANIFEST = "manifest.json"
 FORMAT = "arena-store"
 FORMAT_VERSION = 1
@@ -106,6 +108,8 @@ def read_manifest(root: Path) -> tuple[dict[str, Any] | None, list[Problem]]:
         if any(part_generation(file) is not None for file in part_files(root)):
             return None, [Problem("manifest_missing", MANIFEST, f"{MANIFEST} is missing but the store has part files")]
         return None, []
+    except PermissionError:
+        raise not_permitted(path) from None
     except (OSError, UnicodeDecodeError) as error:
         return None, [Problem("manifest_unreadable", MANIFEST, f"{MANIFEST} cannot be read ({getattr(error, 'strerror', None) or error})")]
     return parse_manifest(text)
@@ -210,9 +214,16 @@ def looks_like_parquet(path: Path) -> str | None:
         with open(path, "rb") as handle:
             handle.seek(max(size - len(PARQUET_MAGIC), 0))
             tail = handle.read()
+    except PermissionError:
+        raise not_permitted(path) from None
     except OSError as error:
         return f"it cannot be read ({error.strerror or error})"
     return None if size >= 12 and tail == PARQUET_MAGIC else "it is truncated or not parquet (no parquet footer)"
+
+
+def not_permitted(path: Path) -> InputError:
+    """A part this user may not read is not damaged: no check reports it, so no repair sets it aside."""
+    return InputError(f"cannot read {path}: permission denied (the store's files must be readable by the user running arena)")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -275,6 +286,8 @@ def check_part(root: Path, table: str, path: str, rows: int | None, union: dict[
         return Problem("unreadable_part", path, f"{path}: {why}"), None
     try:
         found, schema = footer(file)
+    except PermissionError:
+        raise not_permitted(file) from None
     except (OSError, pl.exceptions.PolarsError) as error:
         return Problem("unreadable_part", path, f"{path}: it is not readable parquet ({str(error).splitlines()[0]})"), None
     if (why := schema_problem(table, schema, union)) is not None:
