@@ -164,8 +164,8 @@ def _entry_problems(manifest: dict[str, Any]) -> list[Problem]:
     seen: set[str] = set()
     for table, parts in manifest["tables"].items():
         if not TABLE_NAME.fullmatch(table) or not isinstance(parts, list):
-            detail = "which is not a table of a store" if not TABLE_NAME.fullmatch(table) else f"whose parts are not a list ({parts!r})"
-            problems.append(Problem("bad_entry", MANIFEST, f"{MANIFEST} names table {table!r}, {detail}"))
+            why = "which is not a table of a store" if not TABLE_NAME.fullmatch(table) else f"whose parts are not a list ({parts!r})"
+            problems.append(Problem("bad_entry", MANIFEST, f"{MANIFEST} names table {table!r}, {why}"))
             continue
         for index, entry in enumerate(parts):
             detail = _entry_problem(table, index, entry)
