@@ -77,10 +77,12 @@ def _frame_input(frame: pl.DataFrame, filters: BattleFilter) -> tuple[pl.DataFra
 
 
 def _fit_settings(settings: Mapping[str, Any], feature_names: Sequence[str], features: FeatureOptions) -> dict[str, Any]:
-    """A fit's settings, with the feature recipe when style terms used features."""
+    """A fit's settings, with the feature recipe and where LMArena counts were taken from when style terms used
+    features (``feature_source``: ``precomputed``, conv_metadata counts where a battle has them; ``texts``)."""
     out = dict(settings)
     if feature_names:
         out["feature_recipe"] = features.as_meta()
+        out["feature_source"] = features.counts
     return out
 
 
