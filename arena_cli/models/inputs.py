@@ -71,8 +71,8 @@ def load_fit_battles(
             return loaded
         # some battle lacks counts that showed only after others were mapped with theirs: read again, computing all
         return load_battle_parts(source, filters, columns=columns, map_batch=_FileCounts(feature_columns, features, map_batch, given=False))
-    opened = Store.open(store)
-    if not needed or opened.complete("battles", feature_columns):
+    opened = Store.open(store) if needed else None
+    if opened is None or opened.complete("battles", feature_columns):
         return load_battle_parts(source, filters, columns=columns, map_batch=map_batch)
     meta = _meta_columns(feature_columns) if features.counts == "precomputed" else None
     if meta is not None and opened.complete("battles", list(meta.values())):
@@ -81,14 +81,26 @@ def load_fit_battles(
         counted = (lambda part: map_batch(_with_meta(part, meta))) if map_batch is not None else (lambda part: _with_meta(part, meta))
         return load_battle_parts(source, filters, columns=given, map_batch=counted)
     columns += ["battle_id", "content_hash", *(meta.values() if meta is not None else ())]  # cached, or computed from the store's own texts
+    from arena_cli.features.cache import CachedCounts
+
+    cached = CachedCounts.of(opened, needed, features.recipe, features.encoding)
+    if cached is not None:
+        # joined part by part to the cache; only a battle without cached values needs the whole read below
+        def joined(part: Frame) -> Frame:
+            counted = _preferred(cached(part.lazy()), meta)
+            return map_batch(counted) if map_batch is not None else counted
+
+        parts = load_battle_parts(source, filters, columns=[c for c in columns if c not in feature_columns], map_batch=joined)
+        collected: list[Frame] = [part.lazy().collect(engine="streaming") for part in parts.battles]
+        if _counted(collected, feature_columns, map_batch):
+            return Loaded(collected, parts.warnings)
     loaded_whole = load_battles(source, filters, columns=columns)
     battles = loaded_whole.battles
     if not _complete(battles, feature_columns):
         from arena_cli.features import attach_features
 
         battles = attach_features(battles, store=store, recipe=features.recipe, encoding=features.encoding)
-    if meta is not None:
-        battles = battles.with_columns(pl.when(_has_meta(meta)).then(pl.col(m).cast(pl.Int64)).otherwise(pl.col(c)).alias(c) for c, m in meta.items())
+    battles = _preferred(battles, meta)
     return Loaded([map_batch(battles) if map_batch is not None else battles], loaded_whole.warnings)
 
 
@@ -102,6 +114,14 @@ def _meta_columns(feature_columns: list[str]) -> dict[str, str] | None:
 def _has_meta(meta: dict[str, str]) -> pl.Expr:
     """Per battle: whether it has every precomputed count of ``meta``."""
     return pl.all_horizontal(pl.col(m).is_not_null() for m in meta.values())
+
+
+def _preferred(battles: FrameT, meta: dict[str, str] | None) -> FrameT:
+    """``battles`` with each feature column of ``meta`` taken from its precomputed count where a battle has
+    every one (``counts=precomputed``), else as it is."""
+    if meta is None or not set(meta.values()) <= set(battles.collect_schema().names()):
+        return battles
+    return battles.with_columns(pl.when(_has_meta(meta)).then(pl.col(m).cast(pl.Int64)).otherwise(pl.col(c)).alias(c) for c, m in meta.items())
 
 
 def _with_meta(battles: FrameT, meta: dict[str, str]) -> FrameT:
