@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from arena_cli.exprs import lookup
-from arena_cli.io.canonical import canonicalize, extra_exprs, field_exprs, id_expr
+from arena_cli.io.canonical import Check, canonicalize, extra_exprs, field_exprs, id_expr, meta_exprs
 from arena_cli.io.fields import changed_values, parse_text
 from arena_cli.io.lean import LeanIds, LeanParquet, select_wanted
 from arena_cli.io.readers import ROW, corrupt_parquet, scan_parquet
@@ -49,7 +49,7 @@ def read_streamed(
     for path, lean in zip(paths, leans):
         schema, plan = lean.schema, lean.plan
         col = plan.columns
-        fields, _ = field_exprs(schema, col)
+        fields = _field_exprs(lean)[0]
         canonical = _scan(Path(path), lean).filter(_as_is(lean, labels)).select(
             pl.col(col["model_a"]).alias("model_a"),
             pl.col(col["model_b"]).alias("model_b"),
@@ -66,6 +66,17 @@ def _scan(path: Path, lean: LeanParquet) -> pl.LazyFrame:
     return scan_parquet(path).select(lean.columns)
 
 
+def _field_exprs(lean: LeanParquet) -> tuple[dict[str, pl.Expr], list[Check]]:
+    """The typed fields of a file and their checks (see :func:`field_exprs`), with the counts of its
+    ``conv_metadata`` struct, read field by field (a streamed query reads no other field of it)."""
+    schema, col = lean.schema, lean.plan.columns
+    fields, checks = field_exprs(schema, col, lean.plan.extras)
+    if "conv_metadata" in col:
+        counts, meta_checks = meta_exprs(pl.col(col["conv_metadata"]), schema[col["conv_metadata"]], col["conv_metadata"])
+        fields, checks = {**fields, **counts}, [*checks, *meta_checks]
+    return fields, checks
+
+
 def _streamed_collect(query: Frame, path: Path) -> pl.DataFrame:
     try:
         return query.lazy().collect(engine="streaming")
@@ -77,9 +88,9 @@ def _as_is(lean: LeanParquet, labels: dict[str, str]) -> pl.Expr:
     """Per row: whether :func:`canonicalize` accepts it as it is, model names aside (they are checked once per
     distinct value): both present and different, a winner label among ``labels`` as it is, typed fields that
     parse."""
-    schema, col = lean.schema, lean.plan.columns
+    col = lean.plan.columns
     a, b, outcome = (pl.col(col[f]) for f in ("model_a", "model_b", "outcome"))
-    fields, checks = field_exprs(schema, col, lean.plan.extras)
+    fields, checks = _field_exprs(lean)
     return pl.all_horizontal(
         a.is_not_null(), b.is_not_null(), a != b, outcome.is_in(list(labels)),
         *[~(flag & fields[field].is_null()) if field is not None else ~flag for _, flag, field, _ in checks],
