@@ -102,11 +102,10 @@ def _checked_rows(path: Path, lean: LeanParquet, labels: dict[str, str]) -> tupl
     are, quarantine of the others); None if a model name needs trimming, or a row not taken is one that
     :func:`canonicalize` accepts (a label to normalise): the batch path reads such files."""
     schema, col = lean.schema, lean.plan.columns
-    a, b, as_is = pl.col(col["model_a"]), pl.col(col["model_b"]), pl.col("__as_is")
-    numbered = _scan(path, lean).with_row_index(ROW, offset=1).with_columns(_as_is(lean, labels).alias("__as_is"))
+    a, b, as_is = pl.col(col["model_a"]), pl.col(col["model_b"]), _as_is(lean, labels)
     has_ids = "battle_id" in col
     found = _streamed_collect(
-        numbered.select(
+        _scan(path, lean).select(  # the check inlined, not a column: polars then holds fewer of the read columns
             pl.len().alias("rows"),
             a.unique().implode().alias("names_a"),  # of every row: a name to trim anywhere sends the file to batches
             b.unique().implode().alias("names_b"),
@@ -120,7 +119,7 @@ def _checked_rows(path: Path, lean: LeanParquet, labels: dict[str, str]) -> tupl
         return None
     rejected = empty_quarantine()
     if found["others"].item():  # read again, those rows only
-        others = _streamed_collect(numbered.filter(~as_is).drop("__as_is"), path).with_columns(pl.col(ROW).cast(pl.Int64))
+        others = _streamed_collect(_scan(path, lean).with_row_index(ROW, offset=1).filter(~as_is), path).with_columns(pl.col(ROW).cast(pl.Int64))
         accepted, rejected = canonicalize(others, lean.plan, labels, str(path))
         if accepted.height:
             return None
