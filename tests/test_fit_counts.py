@@ -130,23 +130,3 @@ def test_cached_counts_joined_part_by_part_are_those_attach_features_gives(tmp_p
     assert recomputed["battle_id"].to_list() == battles["battle_id"].to_list()
     assert recomputed.filter(pl.col("battle_id") == "q31")["h6_a"].item() == 0
     assert set(recomputed.filter(pl.col("battle_id") != "q31")["h6_a"]) == {9}
-
-
-def test_a_parquet_log_with_nested_conv_metadata_is_streamed_as_its_jsonl_twin_is_read(tmp_path):
-    """conv_metadata as a struct: the counts are read field by field in one streaming query, rows with a bad count
-    are skipped as the batch read skips them, and the fit is the one of the same votes in JSONL."""
-    from pathlib import Path
-
-    from arena_cli.io.lean import lean_parquet
-    from arena_cli.io.options import InputOptions
-
-    votes = [vote(i, texts=False) for i in range(80)]
-    votes[5]["conv_metadata"]["header_count_a"]["h2"] = -1
-    jsonl, parquet = tmp_path / "votes.jsonl", tmp_path / "votes.parquet"
-    write(jsonl, votes)
-    pl.read_ndjson(jsonl).write_parquet(parquet)
-    assert lean_parquet(Path(parquet), InputOptions(), ["model_a", "model_b", "outcome", "tokens_a", "meta_tokens_a"]).streamable
-    streamed, read = fit(str(parquet)), fit(str(jsonl))
-    assert coefficients(streamed) == coefficients(read)
-    assert streamed["tables"]["leaderboard"] == read["tables"]["leaderboard"]
-    assert [w.replace("votes.parquet", "votes.jsonl") for w in streamed["meta"]["warnings"]] == read["meta"]["warnings"] != []

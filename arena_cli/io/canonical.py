@@ -126,22 +126,6 @@ def numeric_extras(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(**casts) if casts else frame
 
 
-def meta_exprs(meta: pl.Expr, dtype: pl.DataType, column: str) -> tuple[dict[str, pl.Expr], list[Check]]:
-    """The ``meta_*`` counts LMArena's ``conv_metadata`` (``meta``, a struct of type ``dtype`` in ``column``)
-    holds, each read field by field with its wrong-type check."""
-    out: dict[str, pl.Expr] = {}
-    bad: list[Check] = []
-    for side in ("a", "b"):
-        for count, path in meta_paths(side).items():
-            found = field_path(meta, dtype, path)
-            if found is not None:
-                value, leaf = found
-                out[f"meta_{count}_{side}"] = whole_number(value, leaf, MAX_COUNT)
-                named = ".".join((column, *path))
-                bad.append((QuarantineReason.WRONG_TYPE.value, is_given(value, leaf), f"meta_{count}_{side}", f"{named}: {COUNT}"))
-    return out, bad
-
-
 def id_expr(schema: pl.Schema, col: dict[str, str]) -> pl.Expr:
     return parse_text(col["battle_id"], schema[col["battle_id"]]) if "battle_id" in col else pl.lit(None, dtype=pl.String)
 
@@ -197,9 +181,14 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
             bad.append((QuarantineReason.WRONG_TYPE.value, pl.col(col["conv_metadata"]).is_not_null() & pl.col("__conv_metadata").is_null(), None, f"{col['conv_metadata']}: not an LMArena conv_metadata object"))
         else:
             meta_expr, meta_dtype = pl.col(col["conv_metadata"]), dtype
-        counts, meta_checks = meta_exprs(meta_expr, meta_dtype, col["conv_metadata"])
-        out.update(counts)
-        bad.extend(meta_checks)
+        for side in ("a", "b"):
+            for count, path in meta_paths(side).items():
+                found = field_path(meta_expr, meta_dtype, path)
+                if found is not None:
+                    value, leaf = found
+                    out[f"meta_{count}_{side}"] = whole_number(value, leaf, MAX_COUNT)
+                    named = ".".join((col["conv_metadata"], *path))
+                    bad.append((QuarantineReason.WRONG_TYPE.value, is_given(value, leaf), f"meta_{count}_{side}", f"{named}: {COUNT}"))
 
     if decoded:
         batch = batch.with_columns(pl.Series(f"__{k}", v) for k, v in decoded.items())

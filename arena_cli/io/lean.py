@@ -74,21 +74,11 @@ class LeanParquet:
 
     @property
     def streamable(self) -> bool:
-        """Whether a streamed read (:mod:`arena_cli.io.streamed`) can take the file: narrow columns but for
-        LMArena's ``conv_metadata`` as a struct (its counts are read field by field), and model names and winner
-        labels as text (an LMArena-style file)."""
-        if self.plan.dialect != "arena" or not (self.narrow or self._struct_metadata):
+        """Whether a streamed read (:mod:`arena_cli.io.streamed`) can take the file: narrow columns, and model
+        names and winner labels as text (an LMArena-style file)."""
+        if self.plan.dialect != "arena" or not self.narrow:
             return False
         return all(self.schema[self.plan.columns[f]] == pl.String for f in ("model_a", "model_b", "outcome"))
-
-
-    @property
-    def _struct_metadata(self) -> bool:
-        """Whether the columns read are narrow but for a struct ``conv_metadata`` (no texts)."""
-        metadata = self.plan.columns.get("conv_metadata")
-        if metadata is None or not isinstance(self.schema[metadata], pl.Struct) or {"conversation_a", "conversation_b"} & set(self.plan.columns):
-            return False
-        return not any(self.schema[c].is_nested() for c in self.columns or () if c != metadata)
 
 
 def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> LeanParquet:

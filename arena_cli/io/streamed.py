@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from arena_cli.exprs import lookup
-from arena_cli.io.canonical import Check, canonicalize, extra_exprs, field_exprs, id_expr, meta_exprs
+from arena_cli.io.canonical import canonicalize, extra_exprs, field_exprs, id_expr
 from arena_cli.io.fields import changed_values, parse_text
 from arena_cli.io.lean import LeanIds, LeanParquet, select_wanted
 from arena_cli.io.readers import ROW, corrupt_parquet, scan_parquet
@@ -49,7 +49,7 @@ def read_streamed(
     for path, lean in zip(paths, leans):
         schema, plan = lean.schema, lean.plan
         col = plan.columns
-        fields = _field_exprs(lean)[0]
+        fields, _ = field_exprs(schema, col)
         canonical = _scan(Path(path), lean).filter(_as_is(lean, labels)).select(
             pl.col(col["model_a"]).alias("model_a"),
             pl.col(col["model_b"]).alias("model_b"),
@@ -66,17 +66,6 @@ def _scan(path: Path, lean: LeanParquet) -> pl.LazyFrame:
     return scan_parquet(path).select(lean.columns)
 
 
-def _field_exprs(lean: LeanParquet) -> tuple[dict[str, pl.Expr], list[Check]]:
-    """The typed fields of a file and their checks (see :func:`field_exprs`), with the counts of its
-    ``conv_metadata`` struct, read field by field (a streamed query reads no other field of it)."""
-    schema, col = lean.schema, lean.plan.columns
-    fields, checks = field_exprs(schema, col, lean.plan.extras)
-    if "conv_metadata" in col:
-        counts, meta_checks = meta_exprs(pl.col(col["conv_metadata"]), schema[col["conv_metadata"]], col["conv_metadata"])
-        fields, checks = {**fields, **counts}, [*checks, *meta_checks]
-    return fields, checks
-
-
 def _streamed_collect(query: Frame, path: Path) -> pl.DataFrame:
     try:
         return query.lazy().collect(engine="streaming")
@@ -88,9 +77,9 @@ def _as_is(lean: LeanParquet, labels: dict[str, str]) -> pl.Expr:
     """Per row: whether :func:`canonicalize` accepts it as it is, model names aside (they are checked once per
     distinct value): both present and different, a winner label among ``labels`` as it is, typed fields that
     parse."""
-    col = lean.plan.columns
+    schema, col = lean.schema, lean.plan.columns
     a, b, outcome = (pl.col(col[f]) for f in ("model_a", "model_b", "outcome"))
-    fields, checks = _field_exprs(lean)
+    fields, checks = field_exprs(schema, col, lean.plan.extras)
     return pl.all_horizontal(
         a.is_not_null(), b.is_not_null(), a != b, outcome.is_in(list(labels)),
         *[~(flag & fields[field].is_null()) if field is not None else ~flag for _, flag, field, _ in checks],
@@ -102,10 +91,11 @@ def _checked_rows(path: Path, lean: LeanParquet, labels: dict[str, str]) -> tupl
     are, quarantine of the others); None if a model name needs trimming, or a row not taken is one that
     :func:`canonicalize` accepts (a label to normalise): the batch path reads such files."""
     schema, col = lean.schema, lean.plan.columns
-    a, b, as_is = pl.col(col["model_a"]), pl.col(col["model_b"]), _as_is(lean, labels)
+    a, b, as_is = pl.col(col["model_a"]), pl.col(col["model_b"]), pl.col("__as_is")
+    numbered = _scan(path, lean).with_row_index(ROW, offset=1).with_columns(_as_is(lean, labels).alias("__as_is"))
     has_ids = "battle_id" in col
     found = _streamed_collect(
-        _scan(path, lean).select(  # the check inlined, not a column: polars then holds fewer of the read columns
+        numbered.select(
             pl.len().alias("rows"),
             a.unique().implode().alias("names_a"),  # of every row: a name to trim anywhere sends the file to batches
             b.unique().implode().alias("names_b"),
@@ -119,7 +109,7 @@ def _checked_rows(path: Path, lean: LeanParquet, labels: dict[str, str]) -> tupl
         return None
     rejected = empty_quarantine()
     if found["others"].item():  # read again, those rows only
-        others = _streamed_collect(_scan(path, lean).with_row_index(ROW, offset=1).filter(~as_is), path).with_columns(pl.col(ROW).cast(pl.Int64))
+        others = _streamed_collect(numbered.filter(~as_is).drop("__as_is"), path).with_columns(pl.col(ROW).cast(pl.Int64))
         accepted, rejected = canonicalize(others, lean.plan, labels, str(path))
         if accepted.height:
             return None

@@ -145,21 +145,14 @@ class _FileCounts:
         self.features = features
         self.then = then
         self.given = given  # whether the files' counts are used; None: not decided yet
-        self.meta = _meta_columns(columns)  # LMArena's precomputed counts of the features, if they have them
         self.stale = False
         self.deferred = False
 
     def __call__(self, frame: Frame) -> Frame:
         if isinstance(frame, pl.LazyFrame):
-            schema = frame.collect_schema()
-            if self.given is not False and self._has_columns(schema):
+            if self.given is not False and self._has_columns(frame.collect_schema()):
                 self.given = self.deferred = True
                 return self._then(frame)
-            if self.meta is not None and set(self.meta.values()) <= set(schema):
-                # a streamed read takes files without texts: the counts computed would be the precomputed ones, as
-                # they are; mapped within the streaming query, never collected whole
-                self.stale, self.given = bool(self.given), False
-                return self._then(_with_meta(frame, self.meta))
             frame = frame.collect(engine="streaming")
         if frame.height and self.given is not False:
             if self._has_columns(frame.schema) and not frame.select(pl.any_horizontal(pl.col(self.columns).is_null()).any()).item():
@@ -175,18 +168,10 @@ class _FileCounts:
     def _then(self, frame: Frame) -> Frame:
         return self.then(frame) if self.then is not None else frame
 
-    def _metadata_only(self, battles: pl.DataFrame) -> bool:
-        """Whether the battles have no texts but LMArena's precomputed counts of every feature: computing their
-        features gives those counts, as they are (nulls included)."""
-        if self.meta is None or not set(self.meta.values()) <= set(battles.columns):
-            return False
-        texts = [c for c in ("conversation_a", "conversation_b") if c in battles.columns]
-        return not texts or battles.select(pl.all_horizontal(pl.col(c).is_null().all() for c in texts)).item()
-
     def _computed(self, battles: pl.DataFrame) -> pl.DataFrame:
         """``battles`` with every feature computed (a pure function of each battle: batch by batch is the same);
         with ``counts=precomputed``, a battle with LMArena's precomputed counts of every feature takes those."""
-        meta = self.meta if self.features.counts == "precomputed" or self._metadata_only(battles) else None
+        meta = _meta_columns(self.columns) if self.features.counts == "precomputed" else None
         if meta is None or not set(meta.values()) <= set(battles.columns):
             return self._attached(battles)
         has = battles.select(_has_meta(meta)).to_series()
