@@ -32,6 +32,9 @@ RECIPES: tuple[str, ...] = ("default", "lmarena")
 DEFAULT_RECIPE = "default"
 #: LMArena's tokenizer encoding, bundled for offline use.
 DEFAULT_ENCODING = "cl100k_base"
+#: Where a style fit takes LMArena's counts of a battle that has both texts and conv_metadata: the precomputed
+#: ``conv_metadata`` counts (what LMArena's published leaderboards used), or counted again from the texts.
+COUNTS: tuple[str, ...] = ("precomputed", "texts")
 #: Seconds a writer waits for another run's lock on the store before failing (0: fail at once).
 LOCK_WAIT = Bounds("--lock-wait", low=0)
 #: Where the store lives when neither ``--store`` nor a non-empty ``$ARENA_STORE`` says.
@@ -142,10 +145,12 @@ class BattleFilter:
 
 @dataclass(frozen=True)
 class FeatureOptions:
-    """How style features are computed from texts: the markdown ``recipe`` and the tokenizer ``encoding``."""
+    """How style features are computed from texts: the markdown ``recipe`` and the tokenizer ``encoding``; and
+    whether a battle's precomputed LMArena counts (conv_metadata) are used when it has them (``counts``)."""
 
     recipe: str = DEFAULT_RECIPE
     encoding: str = DEFAULT_ENCODING
+    counts: str = "precomputed"
 
     def as_meta(self) -> dict[str, Any]:
         return {"recipe": self.recipe, "encoding": self.encoding}
