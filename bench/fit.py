@@ -158,10 +158,10 @@ def bench_fits(args, workdir: Path, shapes: list[str], sizes: list[int], baselin
                 chosen = commands(shape, path, style, args.sources, stores, baselines, outdir)
                 log(f"{n:,} votes, {name}, style {style}: {len(chosen)} commands x {args.repeat} ...")
                 load = machine()["load_average"]
-                timings = timed_in_turn({f"{s}|{t}": c for (s, t), (c, _) in chosen.items()}, args.repeat)
+                timings = timed_in_turn({f"{s}|{t}": c for (s, t), (c, _) in chosen.items()}, args.repeat, args.memory_limit_gb * 1024)
                 for (source, tool), (_, out) in chosen.items():
                     seconds, rss = timings[f"{source}|{tool}"]
-                    gap = max_gap(scores_of(out), reference) if reference is not None and out is not None else None
+                    gap = max_gap(scores_of(out), reference) if reference is not None and out is not None and seconds == seconds else None
                     row = {"votes": n, "models": args.models, "shape": name, "style": style, "source": source, "tool": tool,
                            "seconds": seconds, "rss_mb": round(rss), "max_score_diff": gap, "load_average": load}
                     print(json.dumps(row), flush=True)
@@ -205,6 +205,14 @@ def _find(rows: list[dict], **match) -> dict | None:
     return next((r for r in rows if all(r[k] == v for k, v in match.items())), None)
 
 
+def _seconds(row: dict) -> str:
+    return "killed" if row["seconds"] != row["seconds"] else f"{row['seconds']:.2f}"
+
+
+def _rss(row: dict) -> str:
+    return f"> {row['rss_mb']:,}" if row["seconds"] != row["seconds"] else f"{row['rss_mb']:,}"
+
+
 def report(rows: list[dict]) -> str:
     """Markdown: per size, shape, style and source, each tool's time, peak RSS, its ratios and score gap."""
     lines = ["| votes | shape | style | source | tool | wall s | peak RSS MB | x floor | x flat | arena-rank / this | max score diff |",
@@ -218,8 +226,8 @@ def report(rows: list[dict]) -> str:
         ratio = lambda base: f"{row['seconds'] / base['seconds']:.2f}" if ours and base and base["seconds"] else ""  # noqa: E731
         speedup = f"{theirs['seconds'] / row['seconds']:.1f}" if ours and row["source"] == "file" and theirs else ""
         gap = "" if row["max_score_diff"] is None else f"{row['max_score_diff']:.4f}"
-        lines.append(f"| {row['votes']:,} | {row['shape']} | {row['style']} | {row['source']} | {row['tool']} | {row['seconds']:.2f} | "
-                     f"{row['rss_mb']:,} | {ratio(floor)} | {ratio(flat) if row['shape'] != 'flat-parquet' else ''} | {speedup} | {gap} |")
+        lines.append(f"| {row['votes']:,} | {row['shape']} | {row['style']} | {row['source']} | {row['tool']} | {_seconds(row)} | "
+                     f"{_rss(row)} | {ratio(floor)} | {ratio(flat) if row['shape'] != 'flat-parquet' else ''} | {speedup} | {gap} |")
     return "\n".join(lines)
 
 
@@ -232,7 +240,7 @@ def growth_report(rows: list[dict]) -> str:
         cells, before = [], None
         for n in sizes:
             row = _find(rows, votes=n, shape=key[0], style=key[1], source=key[2], tool=key[3])
-            cell = "" if row is None else f"{row['seconds']:.1f}, {row['rss_mb']:,}"
+            cell = "" if row is None else f"{_seconds(row)}, {_rss(row)}"
             if row and before:
                 cell += f", {row['seconds'] / before['seconds']:.1f}, {row['rss_mb'] / before['rss_mb']:.1f}"
             cells.append(cell)
@@ -259,6 +267,7 @@ def main() -> None:
     parser.add_argument("--arena-rank-bootstrap-votes", type=int, default=100_000)
     parser.add_argument("--no-fits", action="store_true", help="skip the fit comparison")
     parser.add_argument("--repeat", type=int, default=3, help="runs per timing; the median wall time is reported")
+    parser.add_argument("--memory-limit-gb", type=float, default=16.0, help="kill a run whose RSS passes this (reported as killed)")
     args = parser.parse_args()
     workdir = args.workdir or Path(os.environ.get("ARENA_BENCH_DIR", "/tmp/arena-bench"))
     workdir.mkdir(parents=True, exist_ok=True)

@@ -27,11 +27,12 @@ from measure import ARENA, byte_compile, machine, run
 from shapes import DEFAULT_SHAPES, ensure, parse_names
 
 
-def ingest(source: Path, store: Path) -> dict:
-    """One `arena ingest` process: seconds, peak RSS and its JSON summary of the source."""
-    done = run([*ARENA, "ingest", str(source), "--store", str(store), "--format", "json"])
-    summary = json.loads(done.stdout)["tables"]["sources"][0]
-    return {"seconds": done.seconds, "rss_mb": round(done.rss_mb), **{k: summary[k] for k in ("stored", "duplicates", "quarantined")}}
+def ingest(source: Path, store: Path, limit_mb: float) -> dict:
+    """One `arena ingest` process: seconds, peak RSS and its JSON summary of the source (nan seconds and no
+    summary when it was killed above ``limit_mb``)."""
+    done = run([*ARENA, "ingest", str(source), "--store", str(store), "--format", "json"], limit_mb)
+    summary = {} if done.killed else json.loads(done.stdout)["tables"]["sources"][0]
+    return {"seconds": done.seconds, "rss_mb": round(done.rss_mb), **{k: summary.get(k, 0) for k in ("stored", "duplicates", "quarantined")}}
 
 
 def report(rows: list[dict]) -> str:
@@ -42,9 +43,11 @@ def report(rows: list[dict]) -> str:
     for r in rows:
         base = next((b for b in rows if (b["rows"], b["shape"], b["run"]) == (smallest, r["shape"], r["run"])), None)
         ratios = f"{r['seconds'] / base['seconds']:.1f} | {r['rss_mb'] / base['rss_mb']:.2f}" if base and base is not r else " | "
-        quarantined = sum(r["quarantined"].values()) if isinstance(r["quarantined"], dict) else r["quarantined"]
+        if r["seconds"] != r["seconds"]:
+            lines.append(f"| {r['rows']:,} | {r['shape']} | {r['file_mb']:,.0f} | {r['run']} | killed | | | > {r['rss_mb']:,} | | | | | |")
+            continue
         lines.append(f"| {r['rows']:,} | {r['shape']} | {r['file_mb']:,.0f} | {r['run']} | {r['seconds']:.1f} | {r['rows'] / r['seconds']:,.0f} | "
-                     f"{r['file_mb'] / r['seconds']:,.1f} | {r['rss_mb']:,} | {ratios} | {r['stored']:,} | {r['duplicates']:,} | {quarantined:,} |")
+                     f"{r['file_mb'] / r['seconds']:,.1f} | {r['rss_mb']:,} | {ratios} | {r['stored']:,} | {r['duplicates']:,} | {r['quarantined']:,} |")
     return "\n".join(lines)
 
 
@@ -56,6 +59,7 @@ def main() -> None:
     parser.add_argument("--workdir", default=None, type=Path, help="generated files, kept for the next run (default $ARENA_BENCH_DIR or /tmp/arena-bench)")
     parser.add_argument("--reingest", action="store_true", help="ingest the same file a second time and time that too (adds nothing)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--memory-limit-gb", type=float, default=16.0, help="kill a run whose RSS passes this (reported as killed)")
     args = parser.parse_args()
 
     workdir = args.workdir or Path(os.environ.get("ARENA_BENCH_DIR", "/tmp/arena-bench"))
@@ -70,7 +74,7 @@ def main() -> None:
             shutil.rmtree(store, ignore_errors=True)
             for label in ("ingest", "reingest")[: 2 if args.reingest else 1]:
                 row = {"rows": n, "shape": name, "file_mb": paths[name].stat().st_size / 2**20, "run": label,
-                       **ingest(paths[name], store), "load_average": machine()["load_average"]}
+                       **ingest(paths[name], store, args.memory_limit_gb * 1024), "load_average": machine()["load_average"]}
                 print(json.dumps(row), file=sys.stderr, flush=True)
                 results["runs"].append(row)
             shutil.rmtree(store, ignore_errors=True)
