@@ -119,7 +119,7 @@ def stores_for(path: Path, workdir: Path, with_features: bool) -> tuple[Path, Pa
     return store, featured
 
 
-def commands(shape: Shape, path: Path, style: str, sources: list[str], stores: tuple[Path, Path | None],
+def commands(shape: Shape, path: Path, style: str, sources: list[str], stores: tuple[Path | None, Path | None],
              baselines: str | None, outdir: Path) -> dict[tuple[str, str], tuple[list[str], Path | None]]:
     """(source, tool) -> (command, the scores file it writes or None)."""
     options = ["--style", style, "--compat", "arena-rank", "--ci", "none", *(["--recipe", "lmarena"] if style != "none" else [])]
@@ -152,7 +152,9 @@ def bench_fits(args, workdir: Path, shapes: list[str], sizes: list[int], baselin
         for name in shapes:
             shape, path = SHAPES[name], paths[name]
             needs_features = "store+features" in args.sources and "both" in args.styles
-            stores = stores_for(path, workdir, needs_features) if {"store", "store+features"} & set(args.sources) else (None, None)
+            stores: tuple[Path | None, Path | None] = (None, None)
+            if {"store", "store+features"} & set(args.sources):
+                stores = stores_for(path, workdir, needs_features)
             for style in args.styles:
                 reference = reference_scores(reference_path(name, n, args.models, workdir), style) if n <= args.check_limit else None
                 chosen = commands(shape, path, style, args.sources, stores, baselines, outdir)
@@ -188,9 +190,9 @@ def bench_bootstrap(args, workdir: Path, baselines: str | None) -> list[dict]:
         small = args.arena_rank_bootstrap_votes
         path = ensure(["flat-parquet"], small, n_models, workdir, log=log)["flat-parquet"]
         store, _ = stores_for(path, workdir, with_features=False)
-        rounds = str(args.arena_rank_bootstrap)
-        theirs = run([baselines, str(HERE / "baselines.py"), "arena-rank", str(path), "both", "flat", str(workdir / "out" / "boot.csv"), rounds])
-        ours = run([*ARENA, "fit", "--store", str(store), "--style", "both", "--compat", "arena-rank", "--ci", "bootstrap", "--rounds", rounds, "-o", out])
+        boot = str(args.arena_rank_bootstrap)
+        theirs = run([baselines, str(HERE / "baselines.py"), "arena-rank", str(path), "both", "flat", str(workdir / "out" / "boot.csv"), boot])
+        ours = run([*ARENA, "fit", "--store", str(store), "--style", "both", "--compat", "arena-rank", "--ci", "bootstrap", "--rounds", boot, "-o", out])
         row = {"votes": small, "models": n_models, "style": "both", "rounds": args.arena_rank_bootstrap,
                "arena_rank_seconds": theirs.seconds, "arena_fit_seconds": ours.seconds, "arena_rank_rss_mb": round(theirs.rss_mb)}
         print(json.dumps(row), flush=True)

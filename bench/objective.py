@@ -47,6 +47,7 @@ def fit_scores(style: str, n_models: int, a: np.ndarray, b: np.ndarray, y: np.nd
         a, b, y, w = keys // 3 // M, keys // 3 % M, (keys % 3) / 2.0, counts.astype(float)
         k, reg = 0, 0.0
     else:
+        assert X is not None, "a style fit needs its style matrix"
         lo, hi = np.minimum(a, b), np.maximum(a, b)
         _, pair, pair_counts = np.unique(lo * M + hi, return_inverse=True, return_counts=True)
         w = 1.0 / np.maximum(pair_counts[pair], 50)

@@ -43,7 +43,7 @@ def arena_frames(frame) -> list[str]:
 class Sampler(threading.Thread):
     def __init__(self, interval: float):
         super().__init__(daemon=True)
-        self.interval, self.main = interval, threading.main_thread().ident
+        self.interval, self.main = interval, threading.main_thread().ident or 0
         self.samples: list[tuple[float, float, list[str]]] = []
         self.done = threading.Event()
 
@@ -59,7 +59,7 @@ def summary(samples: list[tuple[float, float, list[str]]], top: int) -> str:
     inclusive: collections.Counter[str] = collections.Counter()
     own: collections.Counter[str] = collections.Counter()
     peak: dict[str, float] = {}
-    growth: collections.Counter[str] = collections.Counter()
+    growth: collections.defaultdict[str, float] = collections.defaultdict(float)
     before = samples[0][1] if samples else 0.0
     for _, rss, frames in samples:
         functions = [f.rsplit(":", 1)[0] for f in frames]

@@ -177,13 +177,13 @@ class _Sink:
     def __init__(self, path: Path, container: str):
         self.path, self.container = path, container
         self.tmp = path.with_name(path.name + ".partial")
-        self.parts: list[Path] = []
-        self.handle = open(self.tmp, "wb") if container != "parquet" else None
+        self.parts: list[Path] = []  # parquet: parts first, joined by one streaming pass at the end
+        self.handle = open(self.tmp, "wb")
         if container == "json":
             self.handle.write(b"[")
 
     def add(self, frame: pl.DataFrame) -> None:
-        if self.container == "parquet":  # parts first, joined by one streaming pass at the end
+        if self.container == "parquet":
             self.parts.append(self.path.with_name(f"{self.path.name}.part{len(self.parts)}"))
             frame.write_parquet(self.parts[-1])
         elif self.container == "jsonl":
@@ -196,14 +196,13 @@ class _Sink:
             self.handle.write(buffer.getvalue().rstrip(b"\n").replace(b"\n", b",\n"))
 
     def close(self) -> None:
+        if self.container == "json":
+            self.handle.write(b"]\n")
+        self.handle.close()
         if self.container == "parquet":
             pl.scan_parquet(self.parts).sink_parquet(self.tmp)
             for part in self.parts:
                 part.unlink()
-        else:
-            if self.container == "json":
-                self.handle.write(b"]\n")
-            self.handle.close()
         self.tmp.rename(self.path)
 
 
