@@ -46,7 +46,8 @@ def _tree_rss_mb(pid: int) -> float:
 def run(command: list[str], limit_mb: float | None = None) -> Run:
     """One whole process under GNU time: its wall seconds and peak RSS (the process's own, not its parent's
     at fork), from the checkout's root. Above ``limit_mb`` of RSS it is killed (so that a run cannot take a
-    shared machine's memory) and reported as such; any other failure stops the bench."""
+    shared machine's memory) and reported as such, as is a run the kernel killed for memory; any other
+    failure stops the bench."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as stats, tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         child = subprocess.Popen(["/usr/bin/time", "-f", "%e %M", "-o", stats.name, *command], stdout=out, stderr=err, text=True,
                                  cwd=ROOT, start_new_session=True)
@@ -58,9 +59,12 @@ def run(command: list[str], limit_mb: float | None = None) -> Run:
             time.sleep(0.1)
         out.seek(0)
         err.seek(0)
+        report = Path(stats.name).read_text()
+        seconds, kilobytes = report.split()[-2:]
+        if "terminated by signal 9" in report:  # the kernel's out-of-memory killer: a result, not a bench failure
+            return Run(math.nan, float(kilobytes) / 1024.0, "", killed=True)
         if child.returncode != 0:
             raise RuntimeError(f"{' '.join(command)} failed (exit {child.returncode}):\n{err.read()[-3000:]}")
-        seconds, kilobytes = Path(stats.name).read_text().split()[-2:]
         return Run(float(seconds), float(kilobytes) / 1024.0, out.read())
 
 
