@@ -225,8 +225,9 @@ def report(rows: list[dict]) -> str:
         flat = _find(rows, **key, shape="flat-parquet", source=row["source"], tool="arena fit")
         theirs = _find(rows, **key, shape=row["shape"], source="file", tool=ARENA_RANK)
         ours = row["tool"] == "arena fit"
-        ratio = lambda base: f"{row['seconds'] / base['seconds']:.2f}" if ours and base and base["seconds"] else ""  # noqa: E731
-        speedup = f"{theirs['seconds'] / row['seconds']:.1f}" if ours and row["source"] == "file" and theirs else ""
+        timed = lambda other: other is not None and other["seconds"] == other["seconds"] and other["seconds"] > 0  # noqa: E731
+        ratio = lambda base: f"{row['seconds'] / base['seconds']:.2f}" if ours and timed(row) and timed(base) else ""  # noqa: E731
+        speedup = f"{theirs['seconds'] / row['seconds']:.1f}" if ours and row["source"] == "file" and timed(row) and timed(theirs) else ""
         gap = "" if row["max_score_diff"] is None else f"{row['max_score_diff']:.4f}"
         lines.append(f"| {row['votes']:,} | {row['shape']} | {row['style']} | {row['source']} | {row['tool']} | {_seconds(row)} | "
                      f"{_rss(row)} | {ratio(floor)} | {ratio(flat) if row['shape'] != 'flat-parquet' else ''} | {speedup} | {gap} |")
