@@ -37,6 +37,10 @@ DEFAULT_ENCODING = "cl100k_base"
 COUNTS: tuple[str, ...] = ("precomputed", "texts")
 #: Seconds a writer waits for another run's lock on the store before failing (0: fail at once).
 LOCK_WAIT = Bounds("--lock-wait", low=0)
+#: A text file (JSONL, JSON array, CSV) is read in batches of at most ``batch_rows`` rows and about this many
+#: bytes of text; a parquet file in batches of about this many bytes as polars holds them. Bytes bound the
+#: memory a read takes whatever the size of a row (a conversation's texts can run to tens of kilobytes).
+BATCH_BYTES = 64 << 20
 #: Where the store lives when neither ``--store`` nor a non-empty ``$ARENA_STORE`` says.
 DEFAULT_STORE = "arena-store"
 
@@ -60,6 +64,7 @@ class InputOptions:
     mapping: Mapping[str, str] = field(default_factory=dict)
     winner_map: Mapping[str, str] = field(default_factory=dict)
     batch_rows: int = 200_000
+    batch_bytes: int = BATCH_BYTES
     strong_weight: float = DEFAULT_STRONG_WEIGHT
     answers: Path | None = None
     judgment_baseline: str | None = None
