@@ -140,6 +140,8 @@ def test_mapped_csv_never_crashes_and_keeps_exact_records(tmp_path, rows, junk_r
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(st.lists(vote, min_size=1, max_size=12), st.lists(junk, max_size=3), st.sampled_from(["jsonl", "parquet", "csv"]))
 def test_export_then_ingest_leaves_the_store_unchanged(tmp_path_factory, votes, junk_lines, fmt):
+    if fmt == "csv":  # a NUL in a CSV row reads as binary damage (quarantined): text with one round-trips through JSONL and parquet only
+        votes = [v for v in votes if "\x00" not in json.dumps(v, ensure_ascii=False)]
     work = tmp_path_factory.mktemp("roundtrip")
     source = work / "votes.jsonl"
     source.write_bytes(b"\n".join([json.dumps(v).encode() for v in votes] + junk_lines) + b"\n")
