@@ -78,10 +78,12 @@ def _frame_input(frame: pl.DataFrame, filters: BattleFilter) -> tuple[pl.DataFra
 
 
 def _fit_settings(settings: Mapping[str, Any], features: FeatureOptions) -> dict[str, Any]:
-    """A fit's settings, with the feature recipe when style terms used features."""
+    """A fit's settings, with the feature recipe and where LMArena counts were taken from when style terms used
+    features (``feature_source``: ``precomputed``, conv_metadata counts where a battle has them; ``texts``)."""
     out = dict(settings)
     if settings.get("features"):
         out["feature_recipe"] = features.as_meta()
+        out["feature_source"] = features.counts
     return out
 
 

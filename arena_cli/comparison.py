@@ -65,10 +65,16 @@ def _int_ranks(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _checked(leaderboard: pl.DataFrame, label: str) -> pl.DataFrame:
+    """The columns every comparison needs, ranks as integers."""
+    return _int_ranks(_complete(leaderboard, label).select(COMPARED_COLUMNS))
+
+
+def _complete(leaderboard: pl.DataFrame, label: str) -> pl.DataFrame:
+    """``leaderboard`` as it is, once it is known to have :data:`COMPARED_COLUMNS` (its win rates kept)."""
     missing = [c for c in COMPARED_COLUMNS if c not in leaderboard.columns]
     if missing:
         raise InputError(f"{label}: leaderboard lacks column(s) {missing}")
-    return _int_ranks(leaderboard.select(COMPARED_COLUMNS))
+    return leaderboard
 
 
 def with_positions(leaderboard: pl.DataFrame) -> pl.DataFrame:
@@ -338,11 +344,11 @@ def load_leaderboard(path: Path) -> tuple[pl.DataFrame, dict[str, Any]]:
                 raise InputError(f"{path}: no leaderboard table in this JSON (expected `arena fit -o FILE.json`)")
             frame = pl.DataFrame(rows, infer_schema_length=None)
             meta = payload.get("meta", {})
-            return _checked(frame, str(path)), dict(meta.get("settings", meta))
+            return _complete(frame, str(path)), dict(meta.get("settings", meta))
         if suffix == ".parquet":
-            return _checked(pl.read_parquet(path), str(path)), {}
+            return _complete(pl.read_parquet(path), str(path)), {}
         if suffix == ".csv":
-            return _checked(pl.read_csv(path), str(path)), {}
+            return _complete(pl.read_csv(path), str(path)), {}
     except InputError:
         raise
     except Exception as error:
@@ -422,6 +428,7 @@ def leaderboard_changes(
     whether it is beyond the intervals (``rank_beyond_interval``) compare the ``common_rank_*`` columns: ranks
     among the models both leaderboards have (see :func:`common_ranks`; from the score draws when both sides
     have them, else from the saved ranges on both sides), so models that entered or left move no one."""
+    win_rates = _win_rates(old, new)
     old, new = _checked(old, "OLD"), _checked(new, "NEW")
     paired = _paired(with_positions(old), with_positions(new))
     common = sorted(set(old["model"].to_list()) & set(new["model"].to_list()))
@@ -453,7 +460,24 @@ def leaderboard_changes(
         "score_old", "score_lower_old", "score_upper_old", "score_new", "score_lower_new", "score_upper_new", "score_offset", "score_change",
         "score_beyond_interval", "position_old", "position_new",
     ]
+    if win_rates is not None:
+        changes = changes.join(win_rates, on="model", how="left")
+        columns += [c for c in win_rates.columns if c != "model"]
     return changes.select(columns).sort(["position_new", "position_old", "model"], nulls_last=True)
+
+
+WIN_RATE_COLUMNS = ("win_rate", "win_rate_lower", "win_rate_upper")
+
+
+def _win_rates(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame | None:
+    """``win_rate_old/new`` (with bounds) and ``win_rate_change`` when both boards have win rates against a
+    baseline (``--baseline-model``); None otherwise. A win rate needs no common scale: the baseline is 50%."""
+    if not all(c in board.columns for board in (old, new) for c in WIN_RATE_COLUMNS):
+        return None
+    sides = [board.select("model", *[pl.col(c).alias(f"{c}_{side}") for c in WIN_RATE_COLUMNS])
+             for side, board in (("old", old), ("new", new))]
+    joined = sides[0].join(sides[1], on="model", how="full", coalesce=True)
+    return joined.with_columns((pl.col("win_rate_new") - pl.col("win_rate_old")).alias("win_rate_change"))
 
 
 @dataclass(frozen=True)
@@ -597,5 +621,5 @@ def compare_leaderboards(
 
 def settings_mismatch(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """Fit settings that differ between two leaderboards (their scores may then not be comparable)."""
-    keys = ("style", "ties", "both_bad", "normalize", "style_transform", "anchor", "reweight", "ridge", "compat", "position_bias")
+    keys = ("style", "ties", "both_bad", "normalize", "style_transform", "anchor", "reweight", "ridge", "compat", "position_bias", "baseline_model")
     return [k for k in keys if k in old and k in new and old[k] != new[k]]

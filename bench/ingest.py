@@ -1,15 +1,17 @@
-"""Ingest benchmark: a large FastChat-shaped vote log through `arena ingest`, timed, with its peak memory.
+"""Benchmark of `arena ingest` on the shapes users' vote logs have: rows/s, MB/s and peak RSS.
 
-Generates a JSONL of ``--rows`` battles (default 5,000,000) shaped like FastChat's ``clean_battle`` dumps: the
-simulator's votes without texts (``arena simulate --no-texts``: ``question_id, model_a, model_b, winner, judge,
-tstamp, language, turn, anony, category, conv_metadata`` with the per-side token/header/list/bold counts), drawn
-in parts of 250,000 among 120 models, with FastChat's ``tie (bothbad)`` label and two more columns of the dumps,
-``is_code`` and a nested ``dedup_tag``. Then it runs ``python -m arena_cli ingest`` on it in a child process and reports rows/s and that child's peak
-RSS (from ``os.wait4``, so neither the generator nor an earlier run counts). With
-``--reingest`` the same file is ingested a second time, which must add nothing (every row a duplicate).
+For each size (``--rows``, a comma list) and shape (bench/shapes.py: LMArena's nested-conv_metadata parquet,
+FastChat's JSONL and JSON dumps without and with short conversations, conversations with realistic texts in
+JSONL and parquet, with and without conv_metadata, flat count columns), the simulated votes are generated once
+(cached in ``--workdir``), then ingested into a new store by ``python -m arena_cli ingest`` as a whole process
+(bench/measure.py: wall time and that process's own peak RSS). With ``--reingest`` the same file is ingested a
+second time, which must add nothing (every row a duplicate). With more than one size, each shape's time and
+peak RSS are also given as ratios to its smallest size's: linear time is a ratio equal to the size ratio,
+memory bounded by the batch a ratio near 1.
 
-    python bench/ingest.py                    # 5M rows
-    python bench/ingest.py --rows 500000 --json
+    python bench/ingest.py                                        # 1M rows of every shape
+    python bench/ingest.py --rows 1000000,10000000 --shapes nested-parquet,fastchat-jsonl
+    python bench/ingest.py --rows 100000 --shapes texts-jsonl,texts-meta-parquet --reingest
 """
 
 from __future__ import annotations
@@ -18,95 +20,67 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-CHUNK_ROWS = 250_000
-MODELS = 120
+from measure import ARENA, byte_compile, machine, run
+from shapes import DEFAULT_SHAPES, ensure, parse_names
 
 
-def generate(path: Path, rows: int, seed: int) -> None:
-    """The vote log, part by part (memory bounded by one part); each part's period follows the previous one."""
-    import numpy as np
-    import polars as pl
-
-    from arena_cli.simulate import simulate_in_parts
-
-    rng = np.random.default_rng(seed)
-    with open(path, "wb") as out:
-        for k, sim in enumerate(simulate_in_parts(rows, MODELS, seed, part_battles=CHUNK_ROWS, texts=False)):
-            size = sim.battles.height
-            sim.battles.with_columns(
-                pl.col("winner").replace("both_bad", "tie (bothbad)"),
-                pl.col("tstamp") + k * 28 * 86_400,
-                (pl.col("category") == "coding").alias("is_code"),
-                pl.DataFrame({"high_freq": rng.random(size) < 0.05, "sampled": rng.random(size) < 0.95}).to_struct("dedup_tag"),
-            ).write_ndjson(out)
+def ingest(source: Path, store: Path, limit_mb: float) -> dict:
+    """One `arena ingest` process: seconds, peak RSS and its JSON summary of the source (nan seconds and no
+    summary when it was killed above ``limit_mb``)."""
+    done = run([*ARENA, "ingest", str(source), "--store", str(store), "--format", "json"], limit_mb)
+    summary = {} if done.killed else json.loads(done.stdout)["tables"]["sources"][0]
+    return {"seconds": done.seconds, "rss_mb": round(done.rss_mb), **{k: summary.get(k, 0) for k in ("stored", "duplicates", "quarantined")}}
 
 
-def run_ingest(source: Path, store: Path) -> dict:
-    """One `arena ingest` child process: wall time, exit status, peak RSS (of that child only) and summary."""
-    command = [sys.executable, "-m", "arena_cli", "ingest", str(source), "--store", str(store), "--format", "json"]
-    with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
-        started = time.perf_counter()
-        child = subprocess.Popen(command, stdout=stdout, stderr=stderr)
-        _, status, usage = os.wait4(child.pid, 0)
-        seconds = time.perf_counter() - started
-        child.returncode = os.waitstatus_to_exitcode(status)
-        stdout.seek(0)
-        stderr.seek(0)
-        return {
-            "seconds": seconds,
-            "returncode": child.returncode,
-            "peak_rss_mb": usage.ru_maxrss / 1024,  # Linux reports KiB
-            "stdout": stdout.read().decode(),
-            "stderr": stderr.read().decode(),
-        }
+def report(rows: list[dict]) -> str:
+    """Markdown: per size, shape and run, time, throughput, peak RSS, and the ratios to the smallest size."""
+    smallest = min(r["rows"] for r in rows)
+    lines = ["| rows | shape | file MB | run | wall s | rows/s | MB/s | peak RSS MB | x time | x RSS | stored | duplicates | quarantined |",
+             "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        base = next((b for b in rows if (b["rows"], b["shape"], b["run"]) == (smallest, r["shape"], r["run"])), None)
+        ratios = f"{r['seconds'] / base['seconds']:.1f} | {r['rss_mb'] / base['rss_mb']:.2f}" if base and base is not r else " | "
+        if r["seconds"] != r["seconds"]:
+            lines.append(f"| {r['rows']:,} | {r['shape']} | {r['file_mb']:,.0f} | {r['run']} | killed | | | > {r['rss_mb']:,} | | | | | |")
+            continue
+        lines.append(f"| {r['rows']:,} | {r['shape']} | {r['file_mb']:,.0f} | {r['run']} | {r['seconds']:.1f} | {r['rows'] / r['seconds']:,.0f} | "
+                     f"{r['file_mb'] / r['seconds']:,.1f} | {r['rss_mb']:,} | {ratios} | {r['stored']:,} | {r['duplicates']:,} | {r['quarantined']:,} |")
+    return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=5_000_000, help="battles to generate (default 5,000,000)")
-    parser.add_argument("--seed", type=int, default=0, help="generator seed")
-    parser.add_argument("--workdir", type=Path, default=None, help="keep the generated JSONL here and reuse it on the next run (default: a temporary folder, removed after)")
+    parser.add_argument("--rows", default=[1_000_000], type=lambda s: [int(x) for x in s.split(",")], help="votes per file, comma list (default 1000000)")
+    parser.add_argument("--shapes", default="all", help=f"comma list (default all: {', '.join(DEFAULT_SHAPES)})")
+    parser.add_argument("--models", type=int, default=300)
+    parser.add_argument("--workdir", default=None, type=Path, help="generated files, kept for the next run (default $ARENA_BENCH_DIR or /tmp/arena-bench)")
     parser.add_argument("--reingest", action="store_true", help="ingest the same file a second time and time that too (adds nothing)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--memory-limit-gb", type=float, default=16.0, help="kill a run whose RSS passes this (reported as killed)")
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="arena-bench-") as tmp:
-        work = args.workdir or Path(tmp)
-        work.mkdir(parents=True, exist_ok=True)
-        source, store = work / f"battles-{args.rows}-{args.seed}.jsonl", work / "store"
-        started = time.perf_counter()
-        if not source.exists():
-            generate(source, args.rows, args.seed)
-        report = {"rows": args.rows, "file_mb": round(source.stat().st_size / 2**20, 1), "generate_s": round(time.perf_counter() - started, 1), "runs": []}
-        shutil.rmtree(store, ignore_errors=True)
-        for label in ("ingest", "reingest")[: 2 if args.reingest else 1]:
-            run = run_ingest(source, store)
-            if run["returncode"] != 0:
-                sys.exit(f"{label} failed with exit {run['returncode']}:\n{run['stderr']}")
-            summary = json.loads(run["stdout"])["sources"][0]
-            report["runs"].append({
-                "run": label,
-                "seconds": round(run["seconds"], 1),
-                "rows_per_s": round(args.rows / run["seconds"]),
-                "peak_rss_mb": round(run["peak_rss_mb"]),
-                "stored": summary["stored"],
-                "duplicates": summary["duplicates"],
-                "quarantined": summary["quarantined"],
-            })
-        shutil.rmtree(store, ignore_errors=True)
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return
-    print(f"{report['rows']:,} rows, {report['file_mb']:,} MB of JSONL (generated in {report['generate_s']} s)")
-    for r in report["runs"]:
-        print(f"{r['run']:>9}: {r['seconds']:8.1f} s  {r['rows_per_s']:>10,} rows/s  peak RSS {r['peak_rss_mb']:>6,} MB  "
-              f"stored {r['stored']:,}  duplicates {r['duplicates']:,}  quarantined {r['quarantined']:,}")
+    workdir = args.workdir or Path(os.environ.get("ARENA_BENCH_DIR", "/tmp/arena-bench"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    shapes = parse_names(args.shapes)
+    byte_compile()
+    results: dict = {"machine_at_start": machine(), "runs": []}
+    for n in args.rows:
+        paths = ensure(shapes, n, args.models, workdir, log=lambda m: print(m, file=sys.stderr, flush=True))
+        for name in shapes:
+            store = workdir / f"ingest-store-{name}"
+            shutil.rmtree(store, ignore_errors=True)
+            for label in ("ingest", "reingest")[: 2 if args.reingest else 1]:
+                row = {"rows": n, "shape": name, "file_mb": paths[name].stat().st_size / 2**20, "run": label,
+                       **ingest(paths[name], store, args.memory_limit_gb * 1024), "load_average": machine()["load_average"]}
+                print(json.dumps(row), file=sys.stderr, flush=True)
+                results["runs"].append(row)
+            shutil.rmtree(store, ignore_errors=True)
+    results["machine_at_end"] = machine()
+    (workdir / "results-ingest.json").write_text(json.dumps(results, indent=2))
+    print(json.dumps(results, indent=2) if args.json else report(results["runs"]))
 
 
 if __name__ == "__main__":

@@ -206,8 +206,20 @@ def test_load_leaderboard_round_trips_fit_outputs(tmp_path):
     expected = board.select(compare.COMPARED_COLUMNS).with_columns(pl.col("rank", "rank_lower", "rank_upper").cast(pl.Int64))
     for name in ("fit.json", "fit.parquet", "fit.csv"):
         frame, settings = compare.load_leaderboard(tmp_path / name)
-        assert frame.equals(expected), name
+        assert frame.columns == board.columns, name  # every column kept (win rates are compared too)
+        assert frame.select(compare.COMPARED_COLUMNS).with_columns(pl.col("rank", "rank_lower", "rank_upper").cast(pl.Int64)).equals(expected), name
     assert compare.load_leaderboard(tmp_path / "fit.json")[1] == {"style": "length", "seed": 1}
+
+
+def test_win_rates_against_a_baseline_are_compared_when_both_boards_have_them():
+    old, new = fx.leaderboard("none"), fx.leaderboard("length")
+    rates = {"win_rate": 0.4, "win_rate_lower": 0.3, "win_rate_upper": 0.5}
+    with_rates = [board.with_columns(pl.lit(v + shift).alias(c) for c, v in rates.items()) for board, shift in ((old, 0.0), (new, 0.1))]
+    changes = compare.leaderboard_changes(*with_rates)
+    kept = changes.filter(pl.col("status") == "kept")
+    assert kept["win_rate_change"].to_list() == pytest.approx([0.1] * kept.height)
+    assert {"win_rate_lower_old", "win_rate_upper_new"} <= set(changes.columns)
+    assert "win_rate_change" not in compare.leaderboard_changes(with_rates[0], new).columns  # one side has none
 
 
 def test_load_leaderboard_errors(tmp_path):

@@ -7,6 +7,8 @@ import json
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from arena_cli.errors import InputError
 from arena_cli.io.dialects import container_for
@@ -139,6 +141,45 @@ def test_json_array_that_cannot_be_parsed_whole_is_an_input_error(tmp_path, cont
     path.write_bytes(content)
     with pytest.raises(InputError, match=message):
         batches(path, "json")
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=False) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(json_values, max_size=6), st.sampled_from([None, 0, 2]), st.booleans(), st.integers(1, 12), st.data())
+def test_json_array_read_a_piece_at_a_time_reads_as_if_whole(tmp_path, records, indent, bom, window, data):
+    """Records cut by the window (in a number, a string, a character of several bytes) read as from one piece;
+    a damaged document gives json.loads' message of the whole document, position included."""
+    from arena_cli.io import readers
+
+    text = (b"\xef\xbb\xbf" if bom else b"") + json.dumps(records, indent=indent, ensure_ascii=False).encode()
+    if data.draw(st.booleans(), label="damaged"):
+        at = data.draw(st.integers(0, len(text)), label="at")
+        text = text[:at] + data.draw(st.sampled_from([b"", b"x", b"\xff", b",", b"}", b"\xe6\x97"]), label="with") + text[at + 1 :]
+    path = tmp_path / "v.json"
+    path.write_bytes(text)
+    try:
+        whole = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as error:
+        kind = "not UTF-8" if isinstance(error, UnicodeDecodeError) else "not valid JSON"
+        expected: str | None = f"{path}: {kind} ({error}); "
+    else:
+        expected = None if isinstance(whole, list) or not text.strip() or isinstance(whole, dict) else "expected a JSON array"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(readers, "JSON_READ_BYTES", window)
+        try:
+            got = [(b.frame, b.rejected) for b in read_batches(path, "json", 2)]
+        except InputError as error:
+            assert expected is not None and str(error).startswith(expected), (str(error), expected)
+            return
+    assert expected is None
+    in_one_piece = [(b.frame, b.rejected) for b in read_batches(path, "json", 2)]
+    assert len(got) == len(in_one_piece)
+    for (frame, rejected), (frame1, rejected1) in zip(got, in_one_piece):
+        assert frame.equals(frame1) and rejected.equals(rejected1)
 
 
 def test_csv_quoting_ragged_rows_and_exact_raw_bytes(tmp_path):

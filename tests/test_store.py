@@ -205,3 +205,19 @@ def test_store_parts_share_one_set_of_columns(tmp_path):
     assert [p.columns for p in parts] == [["model_a", "tokens_a", "other"]] * 2
     assert [p["tokens_a"].is_null().to_list() for p in parts] == [[False], [True]]
     assert [p["other"].to_list() for p in parts] == [[None], ["x"]]
+
+
+def test_battles_are_written_in_parts_bounded_by_bytes(tmp_path, monkeypatch):
+    """Long conversations: a part is written once its battles hold PART_BYTES, whatever their number."""
+    from arena_cli.io import ingest
+
+    texts = [vote(i, conversation_a=[{"role": "user", "content": "words " * 500}]) for i in range(12)]
+    source = write_jsonl(tmp_path / "long.jsonl", texts)
+    whole = Store.open(tmp_path / "whole", create=True)
+    ingest_to_store(whole, [source], InputOptions(batch_rows=3))
+    monkeypatch.setattr(ingest, "PART_BYTES", 1)
+    split = Store.open(tmp_path / "split", create=True)
+    ingest_to_store(split, [source], InputOptions(batch_rows=3))
+    assert [p["rows"] for p in whole.manifest["tables"]["battles"]] == [12]
+    assert [p["rows"] for p in split.manifest["tables"]["battles"]] == [3, 3, 3, 3]
+    assert split.read("battles").equals(whole.read("battles"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -192,3 +193,32 @@ def test_a_covariate_of_a_jsonl_or_csv_log_fits_as_the_parquet_one(tmp_path):
     assert Store.open(tmp_path / "store").read("battles", ["cov"]).schema["cov"] == pl.Float64
     stored = json.loads(run("fit", "-s", tmp_path / "store", "--style", "cov", "--ci", "sandwich", "-f", "json").stdout)["tables"]
     assert stored == tables["parquet"]
+
+
+LLMFAO = Path(__file__).resolve().parents[2] / "shared" / "data" / "llmfao" / "battles.jsonl"
+
+
+@pytest.mark.skipif(not LLMFAO.exists(), reason="needs ../shared/data/llmfao (the real crowd votes), absent in a fresh clone")
+def test_real_votes_with_a_numeric_column_fit_alike_from_jsonl_csv_and_parquet(tmp_path):
+    """The LLMFAO crowd votes with a numeric column added: `--style` takes it from every format, and its
+    coefficient is statsmodels' logistic regression's on the same design."""
+    import statsmodels.api as sm
+
+    votes = pl.read_ndjson(LLMFAO).select("question_id", "model_a", "model_b", "winner", "judge")
+    votes = votes.with_columns(pl.Series("answer_gap", np.random.default_rng(5).normal(size=votes.height).round(4)))
+    logs = {"parquet": tmp_path / "v.parquet", "jsonl": tmp_path / "v.jsonl", "csv": tmp_path / "v.csv"}
+    votes.write_parquet(logs["parquet"])
+    votes.write_ndjson(logs["jsonl"])
+    votes.write_csv(logs["csv"])
+    options = ["--style", "answer_gap", "--ties", "drop", "--no-normalize", "--min-battles", "1", "--ci", "none", "-f", "json"]
+    tables = {kind: json.loads(run("fit", path, *options).stdout)["tables"] for kind, path in logs.items()}
+    assert tables["jsonl"] == tables["parquet"] == tables["csv"]
+    decided = votes.filter(pl.col("winner").is_in(["model_a", "model_b"]))
+    models = sorted(set(decided["model_a"]) | set(decided["model_b"]))
+    design = np.zeros((decided.height, len(models)))
+    index = {m: i for i, m in enumerate(models)}
+    design[np.arange(decided.height), [index[m] for m in decided["model_a"]]] = 1.0
+    design[np.arange(decided.height), [index[m] for m in decided["model_b"]]] = -1.0
+    exog = np.column_stack([design[:, 1:], decided["answer_gap"].to_numpy()])  # the first model is the reference
+    fitted = sm.GLM((decided["winner"] == "model_a").cast(float).to_numpy(), exog, family=sm.families.Binomial()).fit(tol=1e-12)
+    assert tables["parquet"]["coefficients"][0]["coef"] == pytest.approx(fitted.params[-1], abs=1e-6)

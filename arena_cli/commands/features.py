@@ -6,14 +6,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from arena_cli.commands.options import LockWaitOption, feature_options, number, source_options
+from arena_cli.commands.options import LockWaitOption, number, recipe_options, source_options
 from arena_cli.commands.output import Output, output_options, progress_bar, show
 from arena_cli.io.options import FeatureOptions, Source
 from arena_cli.models.options import WORKERS
 
 
 @source_options
-@feature_options
+@recipe_options
 @output_options
 def features_command(
     source: Source,

@@ -25,7 +25,7 @@ import typer
 from arena_cli.bounds import Bounds
 from arena_cli.errors import OptionError
 from arena_cli.io.options import (
-    DEFAULT_ENCODING, DEFAULT_RECIPE, DEFAULT_STRONG_WEIGHT, FORMATS, LOCK_WAIT, RECIPES, STRONG_WEIGHT, BattleFilter, FeatureOptions, InputOptions, Source,
+    COUNTS, DEFAULT_ENCODING, DEFAULT_RECIPE, DEFAULT_STRONG_WEIGHT, FORMATS, LOCK_WAIT, RECIPES, STRONG_WEIGHT, BattleFilter, FeatureOptions, InputOptions, Source,
 )
 from arena_cli.models.options import (
     CONFIDENCE,
@@ -294,10 +294,25 @@ def _check_recipe(value: str) -> str:
 RecipeOption = Annotated[str, typer.Option("--recipe", "-r", callback=_check_recipe, metavar="<default|lmarena>", help="Markdown recipe: default removes fenced code properly before counting; lmarena is LMArena/FastChat's add_markdown_info.py bit for bit, code-removal quirk included (to reproduce published numbers).")]
 EncodingOption = Annotated[str, typer.Option("--encoding", "-e", help="tiktoken encoding for token counts. cl100k_base (LMArena's) is bundled; others (e.g. o200k_base, arena-hard-auto v2's) must be in tiktoken's cache (TIKTOKEN_CACHE_DIR).")]
 
-#: --recipe, --encoding: how style features are computed from texts.
+
+def _check_counts(value: str) -> str:
+    if value not in COUNTS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(COUNTS)}")
+    return value
+
+
+CountsOption = Annotated[str, typer.Option("--counts", callback=_check_counts, metavar="<precomputed|texts>", help="LMArena counts of a battle with both texts and conv_metadata: precomputed uses its conv_metadata counts (as LMArena's published leaderboards did), texts counts them again from the texts (slow on large logs).")]
+
+#: --recipe, --encoding: how style features are computed from texts (``arena features``).
+recipe_options = option_group("features", [
+    option("recipe", RecipeOption, DEFAULT_RECIPE),
+    option("encoding", EncodingOption, DEFAULT_ENCODING),
+], FeatureOptions)
+#: ... and --counts: where a fit takes the counts of battles that carry LMArena's precomputed ones.
 feature_options = option_group("features", [
     option("recipe", RecipeOption, DEFAULT_RECIPE),
     option("encoding", EncodingOption, DEFAULT_ENCODING),
+    option("counts", CountsOption, "precomputed"),
 ], FeatureOptions)
 
 

@@ -290,6 +290,51 @@ def attach_features(
     return base.join(features, on=keys, how="left", maintain_order="left")
 
 
+class CachedCounts:
+    """The cached values of some stored features, to join to battles part by part (:meth:`__call__`): a fit
+    reads each battle's few counts as it reads the battle, never the whole cache beside whole battles.
+
+    Joined on a 64-bit hash of the key (``battle_id``, ``content_hash``) and checked on a second one: hashing
+    the string keys whole for the join would cost far more memory than the counts. A battle without cached
+    values (or, at odds of 2^-128, a key whose hashes both collide with another's) gets nulls.
+    """
+
+    def __init__(self, tables: list[tuple[pl.LazyFrame, list[str]]]):
+        self.tables = tables  # per family: its cached rows (hashed key, check, wanted columns), the wanted columns
+
+    @classmethod
+    def of(cls, store: Store | Path | str, names: Sequence[str], recipe: str = DEFAULT_RECIPE, encoding: str = DEFAULT_ENCODING) -> CachedCounts | None:
+        """The cached values of the features ``names``; None when some is not cached (its family has no table
+        yet, or is derived)."""
+        store, encoding = _open(store), canonical_encoding(encoding)
+        schema = features_schema()
+        by_name = {name: family for family in _stored() for name in family.names}
+        if not all(name in by_name for name in names):
+            return None
+        tables = []
+        for family in dict.fromkeys(by_name[name] for name in names):
+            wanted = feature_columns([name for name in names if by_name[name] is family])
+            cached = _cached(store, family, recipe, encoding, KEYS)
+            if cached is None:
+                return None
+            rows = cached.select(_key_hash(0).alias("__key"), _key_hash(1).alias("__cached"), *(pl.col(c).cast(schema[c]) for c in wanted))
+            tables.append((rows, wanted))
+        return cls(tables)
+
+    def __call__(self, battles: pl.LazyFrame) -> pl.LazyFrame:
+        """``battles`` (with the key columns; in their order) with the cached columns."""
+        joined = battles.with_columns(_key_hash(0).alias("__key"), _key_hash(1).alias("__check"))
+        for rows, wanted in self.tables:
+            joined = joined.drop(wanted, strict=False).join(rows, on="__key", how="left", maintain_order="left")
+            same = pl.col("__cached") == pl.col("__check")
+            joined = joined.with_columns(pl.when(same).then(pl.col(c)).alias(c) for c in wanted).drop("__cached")
+        return joined.drop("__key", "__check")
+
+
+def _key_hash(seed: int) -> pl.Expr:
+    return pl.struct(KEYS).hash(seed)
+
+
 def read_store_features(store: Store | Path | str, recipe: str = DEFAULT_RECIPE, encoding: str = DEFAULT_ENCODING) -> pl.DataFrame:
     """``battle_id`` and every feature column of each battle of the store, from its cache (what is missing is
     computed in memory, as :func:`attach_features` does)."""

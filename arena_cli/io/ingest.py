@@ -28,8 +28,10 @@ if TYPE_CHECKING:
 
 __all__ = ["InputOptions", "IngestResult", "SourceSummary", "check_sources", "ingest_to_store", "read_sources"]
 
-#: Battles are written to the store in parts of about this many rows.
+#: Battles are written to the store in parts of about this many rows, or fewer when they hold this many bytes
+#: (as polars holds them: long conversations).
 PART_ROWS = 500_000
+PART_BYTES = 128 << 20
 
 
 def ingest_to_store(store: Store, paths: list[Path], options: InputOptions | None = None, *, strict: bool = False,
@@ -55,7 +57,7 @@ def _ingest(store: Store, paths: list[Path], options: InputOptions, strict: bool
         seen = seen_keys(NO_BATTLES) if stored is None else seen_keys(stored).collect()
         old_quarantine = store.read("quarantine", ["source_file", "source_row", "reason", "raw"])
         pending: list[pl.DataFrame] = []
-        pending_rows = 0
+        pending_rows = pending_bytes = 0
         rejected_parts: list[pl.DataFrame] = []
         for summary, accepted, rejected in stream(paths, options, seen):
             keep_summary(summaries, summary)
@@ -66,9 +68,10 @@ def _ingest(store: Store, paths: list[Path], options: InputOptions, strict: bool
             if accepted.height:
                 pending.append(accepted)
                 pending_rows += accepted.height
-            if pending_rows >= PART_ROWS:
+                pending_bytes += int(accepted.estimated_size())
+            if pending_rows >= PART_ROWS or pending_bytes >= PART_BYTES:
                 tx.add("battles", pl.concat(pending, how="diagonal_relaxed", rechunk=False))
-                pending, pending_rows = [], 0
+                pending, pending_rows, pending_bytes = [], 0, 0
         rejected_all = pl.concat(rejected_parts) if rejected_parts else empty_quarantine()
         if strict and rejected_all.height:
             counts = Counter(rejected_all["reason"].to_list())

@@ -32,8 +32,15 @@ RECIPES: tuple[str, ...] = ("default", "lmarena")
 DEFAULT_RECIPE = "default"
 #: LMArena's tokenizer encoding, bundled for offline use.
 DEFAULT_ENCODING = "cl100k_base"
+#: Where a style fit takes LMArena's counts of a battle that has both texts and conv_metadata: the precomputed
+#: ``conv_metadata`` counts (what LMArena's published leaderboards used), or counted again from the texts.
+COUNTS: tuple[str, ...] = ("precomputed", "texts")
 #: Seconds a writer waits for another run's lock on the store before failing (0: fail at once).
 LOCK_WAIT = Bounds("--lock-wait", low=0)
+#: A text file (JSONL, JSON array, CSV) is read in batches of at most ``batch_rows`` rows and about this many
+#: bytes of text; a parquet file in batches of about this many bytes as polars holds them. Bytes bound the
+#: memory a read takes whatever the size of a row (a conversation's texts can run to tens of kilobytes).
+BATCH_BYTES = 64 << 20
 #: Where the store lives when neither ``--store`` nor a non-empty ``$ARENA_STORE`` says.
 DEFAULT_STORE = "arena-store"
 
@@ -57,6 +64,7 @@ class InputOptions:
     mapping: Mapping[str, str] = field(default_factory=dict)
     winner_map: Mapping[str, str] = field(default_factory=dict)
     batch_rows: int = 200_000
+    batch_bytes: int = BATCH_BYTES
     strong_weight: float = DEFAULT_STRONG_WEIGHT
     answers: Path | None = None
     judgment_baseline: str | None = None
@@ -143,10 +151,12 @@ class BattleFilter:
 
 @dataclass(frozen=True)
 class FeatureOptions:
-    """How style features are computed from texts: the markdown ``recipe`` and the tokenizer ``encoding``."""
+    """How style features are computed from texts: the markdown ``recipe`` and the tokenizer ``encoding``; and
+    whether a battle's precomputed LMArena counts (conv_metadata) are used when it has them (``counts``)."""
 
     recipe: str = DEFAULT_RECIPE
     encoding: str = DEFAULT_ENCODING
+    counts: str = "precomputed"
 
     def as_meta(self) -> dict[str, Any]:
         return {"recipe": self.recipe, "encoding": self.encoding}

@@ -2,12 +2,13 @@
 
 A reader yields :class:`RawBatch` objects: the parsed rows as a frame (``__row`` = 1-based line or record
 number, ``__raw`` = the original text when cheap to keep) plus the rows it could not parse at all, already in
-quarantine form. Batches bound memory: a file of any size is read ``batch_rows`` rows at a time. What the
-columns *mean* is decided later, by the dialects in :mod:`arena_cli.io.ingest`.
+quarantine form. Batches bound memory: a file of any size is read at most ``batch_rows`` rows and about
+``batch_bytes`` bytes at a time (rows of long conversations are few to a batch). What the columns *mean* is decided later, by the dialects in :mod:`arena_cli.io.ingest`.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
@@ -16,7 +17,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 from arena_cli.errors import InputError
 from arena_cli.io.files import check_file, local_path, opened, parquet_content, text_content
+from arena_cli.io.options import BATCH_BYTES
 from arena_cli.schema import QUARANTINE_SCHEMA, QuarantineReason
 
 ROW = "__row"
@@ -210,7 +212,7 @@ def _numbered(frame: pl.DataFrame, rows: list[int], lines: pl.Series) -> pl.Data
     return pl.concat([frame, numbered], how="horizontal") if frame.width else numbered
 
 
-def read_jsonl(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBatch]:
+def read_jsonl(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, batch_bytes: int = BATCH_BYTES) -> Iterator[RawBatch]:
     source = str(path)
     rows: list[int] = []
     block = bytearray()
@@ -224,12 +226,122 @@ def read_jsonl(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[Raw
             rows.append(number)
             block += line
             block += b"\n"
-            if len(rows) >= batch_rows:
+            if len(rows) >= batch_rows or len(block) >= batch_bytes:
                 batch = _parse_lines(source, rows, bytes(block))
                 rows, block = [], bytearray()  # let go of this batch's lines before handing it on
                 yield batch
     if rows:
         yield _parse_lines(source, rows, bytes(block))
+
+
+#: Bytes of a JSON array read at a time (more when one record is longer).
+JSON_READ_BYTES = 1 << 20
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+_DAMAGED_ARRAY = "a JSON array is parsed whole, so none of it was read"
+
+
+class _JsonText:
+    """A JSON document read a piece at a time, values decoded one by one: the window of text not yet consumed,
+    and where it starts in the document, so that messages give the document's line, column and character."""
+
+    def __init__(self, path: Path, handle: IO[bytes]):
+        self.path, self.handle = path, handle
+        self.utf8 = codecs.getincrementaldecoder("utf-8")("surrogatepass")  # as json.loads reads bytes
+        self.json = json.JSONDecoder()
+        self.text, self.pos = "", 0
+        self.offset = self.lines = self.line_start = 0  # of text[0]: document position, newlines before it, start of its line
+        self.bytes_read = 0
+        self.skipped: int | None = None  # bytes of a byte-order mark, once the text has begun
+        self.ended = False
+
+    def more(self) -> bool:
+        """Drop the consumed text and read the next piece (False at the end of the file)."""
+        if self.ended:
+            return False
+        data = self.handle.read(max(JSON_READ_BYTES, len(self.text) - self.pos))
+        pending = len(self.utf8.getstate()[0])
+        try:
+            piece = self.utf8.decode(data, final=not data)
+        except UnicodeDecodeError as error:
+            bom = self.skipped if self.skipped is not None else len(codecs.BOM_UTF8) * error.object.startswith(codecs.BOM_UTF8)
+            at, bad = self.bytes_read - pending + error.start - bom, error.object[error.start : error.end]
+            where = f"byte 0x{bad[0]:02x} in position {at}" if len(bad) == 1 else f"bytes in position {at}-{at + len(bad) - 1}"
+            raise InputError(f"{self.path}: not UTF-8 ('utf-8' codec can't decode {where}: {error.reason}); {_DAMAGED_ARRAY}") from None
+        if self.skipped is None and piece:  # a UTF-8 byte-order mark is no part of the text (json.loads of bytes)
+            self.skipped = len(codecs.BOM_UTF8) * piece.startswith("\ufeff")
+            piece = piece.removeprefix("\ufeff")
+        self.bytes_read += len(data)
+        self.ended = not data
+        self.lines += self.text.count("\n", 0, self.pos)
+        last = self.text.rfind("\n", 0, self.pos)
+        if last >= 0:
+            self.line_start = self.offset + last + 1
+        self.offset += self.pos
+        self.text, self.pos = self.text[self.pos :] + piece, 0
+        return True
+
+    def peek(self) -> str:
+        """The next character that is not white space, consumed up to it ("" at the end)."""
+        while True:
+            self.pos = _JSON_SPACE.match(self.text, self.pos).end()  # type: ignore[union-attr]
+            if self.pos < len(self.text) or not self.more():
+                return self.text[self.pos : self.pos + 1]
+
+    def value(self) -> Any:
+        """The next value; decoded again once more text is read when it may run on past the window: a cut
+        record, or a number the window's end could have cut short (``1.`` of ``1.5`` reads as 1, ``1.5e+``
+        of ``1.5e+7`` as 1.5: up to two characters left after it)."""
+        while True:
+            try:
+                value, end = self.json.raw_decode(self.text, self.pos)
+            except json.JSONDecodeError as error:
+                if self.more():
+                    continue
+                raise self.invalid(error.msg, error.pos) from None
+            if end + 2 < len(self.text) or not self.more():
+                self.pos = end
+                return value
+
+    def invalid(self, message: str, at: int, hint: str = "") -> InputError:
+        """The error for damage at ``at`` (in the window), placed as json.loads places it in the document."""
+        line = self.lines + self.text.count("\n", 0, at) + 1
+        last = self.text.rfind("\n", 0, at)
+        column = at - last if last >= 0 else self.offset + at - self.line_start + 1
+        return InputError(f"{self.path}: not valid JSON ({message}: line {line} column {column} (char {self.offset + at})); {_DAMAGED_ARRAY}{hint}")
+
+
+def _json_records(path: Path, handle: IO[bytes]) -> Iterator[Any]:
+    """The records of a JSON array (or the one object a file holds), decoded as the file is read."""
+    text = _JsonText(path, handle)
+    first = text.peek()
+    if not first:
+        return
+    try:
+        if first == "[":
+            text.pos += 1
+            if text.peek() == "]":
+                text.pos += 1
+            else:
+                while True:
+                    yield text.value()
+                    after = text.peek()
+                    text.pos += 1
+                    if after == "]":
+                        break
+                    if after != ",":
+                        raise text.invalid("Expecting ',' delimiter", text.pos - 1)
+                    text.peek()
+            if text.peek():
+                raise text.invalid("Extra data", text.pos)
+            return
+        record = text.value()
+        if text.peek():
+            raise text.invalid("Extra data", text.pos, "; it looks like JSON lines: use --input-format jsonl" if first == "{" else "")
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply to parse; none of it was read") from None
+    if not isinstance(record, dict):
+        raise InputError(f"{path}: expected a JSON array of battle objects")
+    yield record
 
 
 def _record_line(record: Any) -> bytes:
@@ -239,31 +351,22 @@ def _record_line(record: Any) -> bytes:
         return json.dumps(record).encode() + b"\n"
 
 
-def read_json_array(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBatch]:
+def read_json_array(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, batch_bytes: int = BATCH_BYTES) -> Iterator[RawBatch]:
     """A JSON array of objects (FastChat's battle dumps). Rows are numbered by record (1-based). The array is
-    parsed whole, so a damaged one (cut off, say) is an input error: none of it is read. An empty file is an
-    empty log."""
+    decoded as it is read, record by record; a damaged one (cut off, say) is an input error wherever the
+    damage is: batches already given are of no use then, none of it is read. An empty file is an empty log."""
+    rows: list[int] = []
+    block = bytearray()
     with opened(path) as handle:
-        data = handle.read()
-    if not data.strip():
-        return
-    try:
-        records = json.loads(data)
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path}: not UTF-8 ({error}); a JSON array is parsed whole, so none of it was read") from None
-    except RecursionError:
-        raise InputError(f"{path}: JSON nested too deeply to parse; none of it was read") from None
-    except ValueError as error:
-        hint = "; it looks like JSON lines: use --input-format jsonl" if getattr(error, "msg", "") == "Extra data" and data.lstrip()[:1] == b"{" else ""
-        raise InputError(f"{path}: not valid JSON ({error}); a JSON array is parsed whole, so none of it was read{hint}") from None
-    if isinstance(records, dict):
-        records = [records]
-    if not isinstance(records, list):
-        raise InputError(f"{path}: expected a JSON array of battle objects")
-    for start in range(0, len(records), batch_rows):
-        chunk = records[start : start + batch_rows]
-        block = b"".join(_record_line(r) for r in chunk)
-        yield _parse_lines(str(path), list(range(start + 1, start + 1 + len(chunk))), block)
+        for number, record in enumerate(_json_records(path, handle), start=1):
+            rows.append(number)
+            block += _record_line(record)
+            if len(rows) >= batch_rows or len(block) >= batch_bytes:
+                batch = _parse_lines(str(path), rows, bytes(block))
+                rows, block = [], bytearray()
+                yield batch
+    if rows:
+        yield _parse_lines(str(path), rows, bytes(block))
 
 
 class _RecordingLines:
@@ -287,7 +390,7 @@ class _RecordingLines:
         return text.removesuffix("\n").removesuffix("\r")
 
 
-def read_csv(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBatch]:
+def read_csv(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, batch_bytes: int = BATCH_BYTES) -> Iterator[RawBatch]:
     """CSV/TSV with a header row. Rows are numbered by physical line of their first line (header = 1).
 
     Python's csv module reads it (quoted multi-line fields, ragged rows detected per row); every field is
@@ -319,6 +422,7 @@ def read_csv(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBa
         columns: list[list[str | None]] = [[] for _ in range(width)]
         rows: list[int] = []
         raws: list[str] = []
+        raw_chars = 0
         bad = _Bad(source)
 
         def flush() -> RawBatch:
@@ -353,10 +457,11 @@ def read_csv(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[RawBa
                 column.append(value if value != "" else None)
             rows.append(row)
             raws.append(raw)
-            if len(rows) >= batch_rows:
+            raw_chars += len(raw)
+            if len(rows) >= batch_rows or raw_chars >= batch_bytes:
                 yield flush()
                 columns = [[] for _ in range(width)]
-                rows, raws = [], []
+                rows, raws, raw_chars = [], [], 0
                 bad = _Bad(source)
         if rows or bad.rows:
             yield flush()
@@ -393,10 +498,18 @@ def scan_parquet(path: Path) -> pl.LazyFrame:
     return pl.scan_parquet(local_path(path))
 
 
-def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list[str] | None = None) -> Iterator[RawBatch]:
+#: Rows of a parquet file's first batch at most (fewer when the file's bytes per row say so, as a row takes no
+#: fewer bytes in memory than compressed): it tells the size of its rows for the next ones.
+PARQUET_FIRST_ROWS = 1_000
+
+
+def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list[str] | None = None,
+                 batch_bytes: int = BATCH_BYTES) -> Iterator[RawBatch]:
     """Parquet keeps its types; rows are numbered by record (1-based). ``__raw`` is filled in only for the
     rows that end up quarantined (see the ingest), since typed rows need no text copy. ``columns``: read
-    only these. Damage found in any batch is an input error (the footer, checked first, can be sound)."""
+    only these. Damage found in any batch is an input error (the footer, checked first, can be sound).
+
+    Each batch takes as many rows as the bytes per row of the one before fit in ``batch_bytes``."""
     parquet_content(path)
     try:
         lazy = scan_parquet(path)
@@ -405,22 +518,28 @@ def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list
         total = lazy.select(pl.len()).collect().item()
     except PARQUET_ERRORS as error:
         raise corrupt_parquet(path, error) from None
-    for start in range(0, total, batch_rows):
+    start, rows = 0, min(batch_rows, PARQUET_FIRST_ROWS, max(1, batch_bytes * total // max(1, local_path(path).stat().st_size)))
+    while start < total:
         try:
-            frame = lazy.slice(start, batch_rows).collect()
+            frame = lazy.slice(start, rows).collect()
         except PARQUET_ERRORS as error:
             raise corrupt_parquet(path, error) from None
+        if not frame.height:
+            raise corrupt_parquet(path, ValueError(f"{total} rows in its footer, {start} in its data"))
+        rows = max(1, min(batch_rows, batch_bytes * frame.height // max(1, int(frame.estimated_size()))))
         frame = frame.with_columns(pl.int_range(start + 1, start + 1 + frame.height, dtype=pl.Int64).alias(ROW))
+        start += frame.height
         yield RawBatch(frame, pl.DataFrame(schema=QUARANTINE_SCHEMA))
 
 
-READERS = {"jsonl": read_jsonl, "json": read_json_array, "csv": read_csv, "parquet": read_parquet}
+TEXT_READERS = {"jsonl": read_jsonl, "json": read_json_array, "csv": read_csv}
 
 
-def read_batches(path: Path, container: str, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list[str] | None = None) -> Iterator[RawBatch]:
+def read_batches(path: Path, container: str, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list[str] | None = None,
+                 batch_bytes: int = BATCH_BYTES) -> Iterator[RawBatch]:
     """Batches of a file. ``columns`` (parquet only; text containers parse whole rows anyway): read only these."""
     check_file(path)
     if container == "parquet":
-        return read_parquet(Path(path), batch_rows, columns)
+        return read_parquet(Path(path), batch_rows, columns, batch_bytes)
     text_content(path, container)
-    return READERS[container](Path(path), batch_rows)
+    return TEXT_READERS[container](Path(path), batch_rows, batch_bytes)

@@ -179,7 +179,7 @@ def _validated(
         lean = lean_parquet(path, options, columns)
         read_columns, batch_rows = lean.columns, lean.batch_rows(options)
     judged = JudgeLog(path, options)  # a judge's log: its records as votes, in batches of one vote per record
-    for read in read_batches(path, fmt, batch_rows, read_columns):
+    for read in read_batches(path, fmt, batch_rows, read_columns, options.batch_bytes):
         for raw in judged.votes(read):
             batches += 1
             summary.rows_read += raw.frame.height + raw.rejected.height

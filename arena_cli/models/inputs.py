@@ -17,7 +17,7 @@ import polars as pl
 from arena_cli.io.battles import Loaded
 from arena_cli.io.options import BattleFilter, FeatureOptions, Source
 from arena_cli.models.options import FitOptions, StyleTransform, parse_style
-from arena_cli.schema import Frame
+from arena_cli.schema import META_COLUMNS, Frame, FrameT
 
 if TYPE_CHECKING:
     from arena_cli.models.design import Encoded, Encoder
@@ -57,8 +57,6 @@ def load_fit_battles(
     from arena_cli.io.battles import load_battle_parts, load_battles
     from arena_cli.io.store import Store
     from arena_cli.models.design import WEIGHT
-    from arena_cli.schema import META_COLUMNS
-
     sources, store = source.files, source.store_path  # a files source still finds cached features in the store
     terms = list(dict.fromkeys(t for spec in styles for t in parse_style(spec)))
     needed = sorted({f for t in terms for f in (_feature_members(t, transform) or ())})
@@ -77,16 +75,62 @@ def load_fit_battles(
             return loaded
         # some battle lacks counts that showed only after others were mapped with theirs: read again, computing all
         return load_battle_parts(source, filters, columns=columns, map_batch=_FileCounts(feature_columns, features, map_batch, given=False))
-    if not needed or Store.open(store).complete("battles", feature_columns):
+    opened = Store.open(store) if needed else None
+    if opened is None or opened.complete("battles", feature_columns):
         return load_battle_parts(source, filters, columns=columns, map_batch=map_batch)
-    columns += ["battle_id", "content_hash"]  # cached, or computed from the store's own texts
+    meta = _meta_columns(feature_columns) if features.counts == "precomputed" else None
+    if meta is not None and opened.complete("battles", list(meta.values())):
+        # every battle has LMArena's precomputed counts: read as they are, part by part, nothing joined or computed
+        given = [*(c for c in columns if c not in feature_columns), *meta.values()]
+        counted = (lambda part: map_batch(_with_meta(part, meta))) if map_batch is not None else (lambda part: _with_meta(part, meta))
+        return load_battle_parts(source, filters, columns=given, map_batch=counted)
+    columns += ["battle_id", "content_hash", *(meta.values() if meta is not None else ())]  # cached, or computed from the store's own texts
+    from arena_cli.features.cache import CachedCounts
+
+    cached = CachedCounts.of(opened, needed, features.recipe, features.encoding)
+    if cached is not None:
+        # joined part by part to the cache; only a battle without cached values needs the whole read below
+        def joined(part: Frame) -> Frame:
+            counted = _preferred(cached(part.lazy()), meta)
+            return map_batch(counted) if map_batch is not None else counted
+
+        parts = load_battle_parts(source, filters, columns=[c for c in columns if c not in feature_columns], map_batch=joined)
+        collected: list[Frame] = [part.lazy().collect(engine="streaming") for part in parts.battles]
+        if _counted(collected, feature_columns, map_batch):
+            return Loaded(collected, parts.warnings)
     loaded_whole = load_battles(source, filters, columns=columns)
     battles = loaded_whole.battles
     if not _complete(battles, feature_columns):
         from arena_cli.features import attach_features
 
         battles = attach_features(battles, store=store, recipe=features.recipe, encoding=features.encoding)
+    battles = _preferred(battles, meta)
     return Loaded([map_batch(battles) if map_batch is not None else battles], loaded_whole.warnings)
+
+
+def _meta_columns(feature_columns: list[str]) -> dict[str, str] | None:
+    """Per feature column (``<feature>_<side>``), the column of LMArena's precomputed count of it
+    (``meta_<feature>_<side>``, from conv_metadata); None when some feature has none (not an LMArena count)."""
+    meta = {c: f"meta_{c}" for c in feature_columns}
+    return meta if set(meta.values()) <= set(META_COLUMNS) else None
+
+
+def _has_meta(meta: dict[str, str]) -> pl.Expr:
+    """Per battle: whether it has every precomputed count of ``meta``."""
+    return pl.all_horizontal(pl.col(m).is_not_null() for m in meta.values())
+
+
+def _preferred(battles: FrameT, meta: dict[str, str] | None) -> FrameT:
+    """``battles`` with each feature column of ``meta`` taken from its precomputed count where a battle has
+    every one (``counts=precomputed``), else as it is."""
+    if meta is None or not set(meta.values()) <= set(battles.collect_schema().names()):
+        return battles
+    return battles.with_columns(pl.when(_has_meta(meta)).then(pl.col(m).cast(pl.Int64)).otherwise(pl.col(c)).alias(c) for c, m in meta.items())
+
+
+def _with_meta(battles: FrameT, meta: dict[str, str]) -> FrameT:
+    """``battles`` with each feature column of ``meta`` taken from its precomputed count (as computed features are typed)."""
+    return battles.with_columns(pl.col(m).cast(pl.Int64).alias(c) for c, m in meta.items())
 
 
 class _FileCounts:
@@ -129,7 +173,20 @@ class _FileCounts:
         return self.then(frame) if self.then is not None else frame
 
     def _computed(self, battles: pl.DataFrame) -> pl.DataFrame:
-        """``battles`` with every feature computed (a pure function of each battle: batch by batch is the same)."""
+        """``battles`` with every feature computed (a pure function of each battle: batch by batch is the same);
+        with ``counts=precomputed``, a battle with LMArena's precomputed counts of every feature takes those."""
+        meta = _meta_columns(self.columns) if self.features.counts == "precomputed" else None
+        if meta is None or not set(meta.values()) <= set(battles.columns):
+            return self._attached(battles)
+        has = battles.select(_has_meta(meta)).to_series()
+        if has.all():
+            return _with_meta(battles, meta)
+        rows = battles.with_row_index("__row")
+        given = _with_meta(rows.filter(has), meta)
+        counted = self._attached(rows.filter(~has)).select(given.columns)
+        return pl.concat([given, counted], how="vertical_relaxed").sort("__row").drop("__row")
+
+    def _attached(self, battles: pl.DataFrame) -> pl.DataFrame:
         from arena_cli.features import attach_features
 
         # battles read from files are matched to their computed features by position

@@ -229,8 +229,13 @@ def comparison_document(comparison: LeaderboardComparison) -> Document:
         Column("old score", "score_old", digits=SCORE_DIGITS, priority=3),
         Column("new score", "score_new", digits=SCORE_DIGITS, priority=2),
         Column("Δ score", "score_change", digits=SCORE_DIGITS, change=True, strong="score_beyond_interval"),
+        *((Column("old win %", "win_rate_old", digits=WIN_RATE_DIGITS, percent=True, priority=3),
+           Column("new win %", "win_rate_new", digits=WIN_RATE_DIGITS, percent=True, priority=2),
+           Column("Δ win %", "win_rate_change", digits=WIN_RATE_DIGITS, percent=True, change=True, priority=1))
+          if "win_rate_change" in comparison.changes.columns else ()),
     )
     digits = {c: SCORE_DIGITS for c in comparison.changes.columns if c.startswith("score") and "beyond" not in c}
+    digits |= {c: 3 for c in comparison.changes.columns if c.startswith("win_rate")}
     n_common = int((comparison.changes["status"] == "kept").sum())
     change = "old rank - new rank" if n_common == comparison.changes.height else (
         f"the change of rank among the {n_common} models both leaderboards have, old - new (models that entered or "

@@ -1,0 +1,246 @@
+"""The benches' vote logs: the same simulated votes (``arena_cli.simulate``) in the shapes users' files have.
+
+Shapes (``SHAPES``), by the texts they carry; files of one kind hold the same votes (same seed, same parts):
+
+* no texts: ``nested-parquet`` (the arena-human-preference-140k release: ``id, model_a, model_b, winner,
+  evaluation_session_id, evaluation_order, conv_metadata, category_tag, language, is_code, timestamp``, with
+  ``conv_metadata`` nested exactly as released: ``sum_assistant_a_tokens``, ``header_count_a{h1..h6}``,
+  ``list_count_a{ordered,unordered}``, ``bold_count_a{**,__}``, ``context_a_tokens``, the same for b,
+  ``sum_user_tokens``, ``turns``); ``fastchat-jsonl`` and ``fastchat-json`` (FastChat's ``clean_battle`` dumps,
+  JSONL and a JSON array: ``question_id, model_a, model_b, winner`` with ``tie (bothbad)``, ``judge, turn, anony,
+  language, tstamp``, then the fields its later steps add: ``conv_metadata, category_tag, is_code, dedup_tag``);
+  ``flat-parquet`` (the counts as flat columns ``tokens_a, h1_a, ..., bold_underscore_b``);
+* short texts (answers of a few dozen tokens): ``fastchat-short-jsonl``, the FastChat dump with its
+  ``conversation_a/b``;
+* realistic texts (answers of a few hundred to a few thousand tokens): ``texts-jsonl`` and ``texts-parquet``
+  (FastChat's conversation release: ``conversation_a/b`` as ``list<struct{role, content}>``), and
+  ``texts-meta-jsonl``, ``texts-meta-parquet`` with ``conv_metadata`` too.
+
+Each kind also has a flat file (``flat-parquet``, ``flat-short-parquet``, ``flat-long-parquet``): the counts and
+outcomes the benches' reference fits read. Files are generated part by part (memory bounded by one part, so
+100M votes fit), written under a temporary name and renamed when whole, and cached in the work directory under
+a name that holds the shape, size, models, seed and generator versions.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's arena_cli, not an installed copy
+from arena_cli.simulate import GENERATOR_VERSION, Simulation, simulate_in_parts
+
+#: Bumped whenever a shape's bytes change for the same simulated votes.
+SHAPES_VERSION = 1
+DAY = 86_400
+#: The simulator's period; part k of a log is shifted k periods later, so the parts follow each other.
+PERIOD_DAYS = 28
+
+#: The texts of each kind of vote log: the simulator's options, and the votes simulated per part.
+KINDS: dict[str, tuple[dict, int]] = {
+    "none": ({"texts": False}, 1_000_000),
+    "short": ({"texts": True, "verbosity": 15.0}, 200_000),
+    "long": ({"texts": True, "verbosity": 800.0}, 20_000),
+}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A file layout of one kind of votes: ``layout`` turns a simulated part (and its index) into the file's rows;
+    ``counts`` says where the file keeps the style counts: ``meta`` (nested conv_metadata), ``flat`` or None."""
+
+    name: str
+    kind: str
+    container: str  # parquet | jsonl | json
+    layout: Callable[[Simulation, int], pl.DataFrame]
+    counts: str | None
+    texts: bool
+
+    def path(self, workdir: Path, n: int, n_models: int, seed: int) -> Path:
+        return Path(workdir) / f"{self.name}-{n}-{n_models}-s{seed}-g{GENERATOR_VERSION}.{SHAPES_VERSION}.{self.container}"
+
+
+# ------------------------------------------------------------------------------------------------------ layouts
+
+
+def _shifted(sim: Simulation, k: int) -> pl.DataFrame:
+    return sim.battles.with_columns(pl.col("tstamp") + k * PERIOD_DAYS * DAY)
+
+
+def _user_tokens() -> pl.Expr:
+    """A prompt length for the metadata's user/context token fields (the simulator does not count prompts)."""
+    return (pl.col("turn") * 18 + pl.col("tstamp").cast(pl.Int64) % 37).cast(pl.Int32)
+
+
+def _release_metadata() -> pl.Expr:
+    """``conv_metadata`` with the fields, order and types of the arena-human-preference-140k release."""
+    meta = pl.col("conv_metadata").struct.field
+    fields: list[pl.Expr] = []
+    for side in "ab":
+        tokens = meta(f"sum_assistant_{side}_tokens").cast(pl.Int32)
+        fields += [
+            tokens.alias(f"sum_assistant_{side}_tokens"),
+            meta(f"header_count_{side}"), meta(f"list_count_{side}"), meta(f"bold_count_{side}"),
+            (_user_tokens() + tokens).alias(f"context_{side}_tokens"),
+        ]
+    return pl.struct(*fields, _user_tokens().alias("sum_user_tokens"), pl.col("turn").cast(pl.Int32).alias("turns")).alias("conv_metadata")
+
+
+def _category_tag() -> pl.Expr:
+    """LMArena's ``category_tag`` struct, filled from the simulated category."""
+    category = pl.col("category")
+    technical = category.is_in(["coding", "math"])
+    return pl.struct(
+        pl.struct((category == "creative_writing").alias("creative_writing"),
+                  pl.when(category == "creative_writing").then(pl.lit("yes")).otherwise(pl.lit("no")).alias("score")).alias("creative_writing_v0.1"),
+        pl.struct(technical.alias("complexity"), (category == "creative_writing").alias("creativity"),
+                  (category != "creative_writing").alias("domain_knowledge"), technical.alias("problem_solving"),
+                  category.is_in(["general", "advice"]).alias("real_world"), (pl.col("turn") == 1).alias("specificity"),
+                  technical.alias("technical_accuracy")).alias("criteria_v0.1"),
+        pl.struct((category == "advice").alias("if"), pl.col("turn").cast(pl.Int32).alias("score")).alias("if_v0.1"),
+        pl.struct((category == "math").alias("math")).alias("math_v0.1"),
+    ).alias("category_tag")
+
+
+def release(sim: Simulation, k: int) -> pl.DataFrame:
+    """The arena-human-preference-140k release (without its texts)."""
+    return _shifted(sim, k).select(
+        pl.col("question_id").alias("id"), "model_a", "model_b", "winner",
+        pl.concat_str(pl.lit("session-"), pl.col("judge").str.strip_prefix("arena_user_")).alias("evaluation_session_id"),
+        pl.lit(1, dtype=pl.Int32).alias("evaluation_order"),
+        _release_metadata(), _category_tag(), "language", (pl.col("category") == "coding").alias("is_code"),
+        (pl.col("tstamp") * 1e9).cast(pl.Int64).cast(pl.Datetime("ns")).alias("timestamp"),
+    )
+
+
+def fastchat(sim: Simulation, k: int) -> pl.DataFrame:
+    """FastChat's ``clean_battle`` dump (with conversations when simulated with texts) and the fields its
+    later steps add."""
+    battles = _shifted(sim, k)
+    rng = np.random.default_rng(k)
+    conversations = [c for c in ("conversation_a", "conversation_b") if c in battles.columns]
+    return battles.select(
+        "question_id", "model_a", "model_b", pl.col("winner").replace("both_bad", "tie (bothbad)"), "judge",
+        *conversations, "turn", "anony", "language", "tstamp", _release_metadata(), _category_tag(),
+        (pl.col("category") == "coding").alias("is_code"),
+        pl.struct(pl.Series("high_freq", rng.random(battles.height) < 0.05),
+                  pl.Series("sampled", rng.random(battles.height) < 0.95)).alias("dedup_tag"),
+    )
+
+
+def conversations(meta: bool) -> Callable[[Simulation, int], pl.DataFrame]:
+    """FastChat's conversation release (``list<struct{role, content}>`` per side), with or without conv_metadata."""
+    def layout(sim: Simulation, k: int) -> pl.DataFrame:
+        return _shifted(sim, k).select(
+            "question_id", "model_a", "model_b", "winner", "judge", "conversation_a", "conversation_b", "turn",
+            "anony", "language", "tstamp", *([_release_metadata()] if meta else []),
+        )
+    return layout
+
+
+def flat(sim: Simulation, k: int) -> pl.DataFrame:
+    """Flat count columns ``<name>_a``/``<name>_b`` (the simulator's feature frame)."""
+    return sim.features()
+
+
+SHAPES: dict[str, Shape] = {s.name: s for s in (
+    Shape("nested-parquet", "none", "parquet", release, "meta", False),
+    Shape("fastchat-jsonl", "none", "jsonl", fastchat, "meta", False),
+    Shape("fastchat-json", "none", "json", fastchat, "meta", False),
+    Shape("flat-parquet", "none", "parquet", flat, "flat", False),
+    Shape("fastchat-short-jsonl", "short", "jsonl", fastchat, "meta", True),
+    Shape("texts-jsonl", "long", "jsonl", conversations(meta=False), None, True),
+    Shape("texts-meta-jsonl", "long", "jsonl", conversations(meta=True), "meta", True),
+    Shape("texts-parquet", "long", "parquet", conversations(meta=False), None, True),
+    Shape("texts-meta-parquet", "long", "parquet", conversations(meta=True), "meta", True),
+    Shape("flat-short-parquet", "short", "parquet", flat, "flat", False),
+    Shape("flat-long-parquet", "long", "parquet", flat, "flat", False),
+)}
+#: The flat file of each kind: the counts and outcomes a reference fit reads.
+REFERENCE = {s.kind: s for s in SHAPES.values() if s.layout is flat}
+#: The shapes a bench runs by default (the reference files of the text kinds aside).
+DEFAULT_SHAPES = tuple(name for name, s in SHAPES.items() if s.layout is not flat or s.kind == "none")
+
+
+# ------------------------------------------------------------------------------------------------------ writing
+
+
+class _Sink:
+    """One file written part by part under a temporary name, renamed when whole."""
+
+    def __init__(self, path: Path, container: str):
+        self.path, self.container = path, container
+        self.tmp = path.with_name(path.name + ".partial")
+        self.parts: list[Path] = []  # parquet: parts first, joined by one streaming pass at the end
+        self.handle = open(self.tmp, "wb")
+        if container == "json":
+            self.handle.write(b"[")
+
+    def add(self, frame: pl.DataFrame) -> None:
+        if self.container == "parquet":
+            self.parts.append(self.path.with_name(f"{self.path.name}.part{len(self.parts)}"))
+            frame.write_parquet(self.parts[-1])
+        elif self.container == "jsonl":
+            frame.write_ndjson(self.handle)
+        else:  # JSON text escapes newlines, so a raw newline ends a record
+            buffer = io.BytesIO()
+            frame.write_ndjson(buffer)
+            if self.handle.tell() > 1:
+                self.handle.write(b",\n")
+            self.handle.write(buffer.getvalue().rstrip(b"\n").replace(b"\n", b",\n"))
+
+    def close(self) -> None:
+        if self.container == "json":
+            self.handle.write(b"]\n")
+        self.handle.close()
+        if self.container == "parquet":
+            pl.scan_parquet(self.parts).sink_parquet(self.tmp)
+            for part in self.parts:
+                part.unlink()
+        self.tmp.rename(self.path)
+
+
+def default_seed(n: int, n_models: int) -> int:
+    return n + n_models
+
+
+def ensure(names: Iterable[str], n: int, n_models: int, workdir: Path, seed: int | None = None,
+           log: Callable[[str], None] = print) -> dict[str, Path]:
+    """The files of the shapes ``names`` (and the reference flat file of each kind), ``n`` votes among
+    ``n_models`` models, generated where not cached: one simulation pass per kind writes all its missing files."""
+    seed = default_seed(n, n_models) if seed is None else seed
+    shapes = [SHAPES[name] for name in dict.fromkeys(names)]
+    shapes += [REFERENCE[kind] for kind in dict.fromkeys(s.kind for s in shapes) if REFERENCE[kind] not in shapes]
+    paths = {s.name: s.path(workdir, n, n_models, seed) for s in shapes}
+    for kind, (options, part_rows) in KINDS.items():
+        missing = [s for s in shapes if s.kind == kind and not paths[s.name].exists()]
+        if not missing:
+            continue
+        log(f"generating {', '.join(s.name for s in missing)}: {n:,} votes x {n_models} models ...")
+        sinks = [(_Sink(paths[s.name], s.container), s) for s in missing]
+        for k, sim in enumerate(simulate_in_parts(n, n_models, seed, part_battles=part_rows, **options)):
+            for sink, shape in sinks:
+                sink.add(shape.layout(sim, k))
+        for sink, _ in sinks:
+            sink.close()
+    return paths
+
+
+def reference_path(shape: str, n: int, n_models: int, workdir: Path, seed: int | None = None) -> Path:
+    seed = default_seed(n, n_models) if seed is None else seed
+    return REFERENCE[SHAPES[shape].kind].path(workdir, n, n_models, seed)
+
+
+def parse_names(text: str, known: Sequence[str] = tuple(SHAPES)) -> list[str]:
+    """A comma list of shape names (``all``: the default shapes)."""
+    names = list(DEFAULT_SHAPES) if text == "all" else [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"unknown shape(s) {', '.join(unknown)}; shapes: {', '.join(known)}")
+    return names

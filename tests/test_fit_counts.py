@@ -1,0 +1,132 @@
+"""Where a style fit takes its counts: LMArena's precomputed conv_metadata counts (--counts precomputed) or the
+texts (--counts texts), and a store's cached counts joined part by part."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from arena_cli.cli import app
+from arena_cli.features import attach_features, update_store_features
+from arena_cli.features.registry import feature_columns
+from arena_cli.io.ingest import ingest_to_store
+from arena_cli.io.options import FeatureOptions, Source
+from arena_cli.io.store import Store
+from arena_cli.models.inputs import load_fit_battles
+
+runner = CliRunner()
+MODELS = ("alpha", "beta", "gamma")
+COUNTED = ("tokens", "h1", "h2", "h3", "h4", "h5", "h6", "ordered", "unordered", "bold_star", "bold_underscore")
+
+
+def metadata(i: int) -> dict:
+    """conv_metadata whose counts differ from what the texts of :func:`vote` give."""
+    return {
+        "sum_assistant_a_tokens": 100 + i, "sum_assistant_b_tokens": 7 + i % 5,
+        "header_count_a": {f"h{k}": (i + k) % 3 for k in range(1, 7)}, "header_count_b": {f"h{k}": 0 for k in range(1, 7)},
+        "list_count_a": {"ordered": i % 4, "unordered": 1}, "list_count_b": {"ordered": 0, "unordered": i % 2},
+        "bold_count_a": {"**": i % 3, "__": 0}, "bold_count_b": {"**": 1, "__": i % 2},
+    }
+
+
+def vote(i: int, *, texts: bool = True, meta: bool = True) -> dict:
+    record = {"question_id": f"q{i}", "model_a": MODELS[i % 3], "model_b": MODELS[(i + 1 + i // 3 % 2) % 3],
+              "winner": ("model_a", "model_b", "tie")[i * 7 % 3]}
+    if texts:
+        for side, answer in (("a", "# T\n- x\n" * (i % 4) + "word " * (i % 9)), ("b", "**b** " * (i % 3) + "y " * (i % 5))):
+            record[f"conversation_{side}"] = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": answer}]
+    if meta:
+        record["conv_metadata"] = metadata(i)
+    return record
+
+
+def write(path, votes) -> None:
+    path.write_text("".join(json.dumps(v) + "\n" for v in votes))
+
+
+def fit(*args: str) -> dict:
+    result = runner.invoke(app, ["fit", *args, "--style", "both", "--ci", "none", "--min-battles", "1", "-f", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def coefficients(document: dict) -> list[float]:
+    return [c["coef"] for c in document["tables"]["coefficients"]]
+
+
+@pytest.fixture
+def log(tmp_path):
+    path = tmp_path / "votes.jsonl"
+    write(path, [vote(i) for i in range(60)] + [vote(60 + i, meta=False) for i in range(20)] + [vote(80 + i, texts=False) for i in range(20)])
+    return path
+
+
+def test_precomputed_counts_are_used_where_a_battle_has_them(log, tmp_path):
+    """The default takes conv_metadata counts; --counts texts recounts them; the same votes with only one of the
+    two give the same fits; meta.settings says which was asked for."""
+    texts_only, meta_only = tmp_path / "texts.jsonl", tmp_path / "meta.jsonl"
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    write(texts_only, [{k: v for k, v in r.items() if k != "conv_metadata" or "conversation_a" not in r} for r in rows])
+    write(meta_only, [{k: v for k, v in r.items() if not k.startswith("conversation_") or "conv_metadata" not in r} for r in rows])
+    precomputed, texts = fit(str(log)), fit(str(log), "--counts", "texts")
+    assert precomputed["meta"]["settings"]["feature_source"] == "precomputed"
+    assert texts["meta"]["settings"]["feature_source"] == "texts"
+    assert coefficients(precomputed) != coefficients(texts)
+    assert coefficients(precomputed) == coefficients(fit(str(meta_only), "--counts", "texts"))
+    assert coefficients(texts) == coefficients(fit(str(texts_only)))
+
+
+def test_a_store_fit_prefers_precomputed_counts_as_a_file_fit_does(log, tmp_path):
+    store = Store.open(tmp_path / "store", create=True)
+    ingest_to_store(store, [log])
+    update_store_features(store)
+    for counts in ("precomputed", "texts"):
+        assert coefficients(fit("-s", str(store.root), "--counts", counts)) == coefficients(fit(str(log), "--counts", counts))
+
+
+def test_a_bad_counts_value_is_a_usage_error(log):
+    result = runner.invoke(app, ["fit", str(log), "--style", "both", "--counts", "metadata"])
+    assert result.exit_code == 2
+
+
+def replace(store: Store, table: str, rows: pl.DataFrame) -> None:
+    old = store.parts(table)
+    with store.write() as tx:
+        tx.manifest["tables"].pop(table)
+        tx.add(table, rows)
+    for path in old:  # a part no manifest lists is damage, not something the store deletes
+        path.unlink()
+
+
+def _store_counts(store: Store, counts: str = "texts") -> pl.DataFrame:
+    loaded = load_fit_battles(Source(store=store.root), None, ["both"], features=FeatureOptions(counts=counts), extra_columns=["battle_id"])
+    return pl.concat([part.lazy().collect() for part in loaded.battles])
+
+
+def test_cached_counts_joined_part_by_part_are_those_attach_features_gives(tmp_path, monkeypatch):
+    """Battles of several store parts, each with the cached counts of its key (a cached value the texts would
+    not give proves the cache is read); a battle the cache lacks is computed, the others kept in order."""
+    store = Store.open(tmp_path / "store", create=True)
+    for part in range(3):
+        path = tmp_path / f"votes{part}.jsonl"
+        write(path, [vote(30 * part + i, meta=False) for i in range(30)])
+        ingest_to_store(store, [path])
+    update_store_features(store)
+    key = next(t for t in store.tables() if t.startswith("features/markdown"))
+    cached = store.read(key).with_columns(pl.lit(9, dtype=pl.Int64).alias("h6_a"))
+    replace(store, key, cached)
+    battles = store.read("battles", ["battle_id", "content_hash", "model_a", "model_b", "outcome"])
+    expected = attach_features(battles, store=store).select("battle_id", *feature_columns(COUNTED))
+    with monkeypatch.context() as patched:  # every battle is cached: no whole read, nothing computed
+        patched.setattr("arena_cli.features.attach_features", None)
+        joined = _store_counts(store)
+    assert joined.select(expected.columns).equals(expected)
+    assert set(joined["h6_a"]) == {9}
+    replace(store, key, cached.filter(pl.col("battle_id") != "q31"))  # one battle the cache lacks
+    recomputed = _store_counts(store)
+    assert recomputed["battle_id"].to_list() == battles["battle_id"].to_list()
+    assert recomputed.filter(pl.col("battle_id") == "q31")["h6_a"].item() == 0
+    assert set(recomputed.filter(pl.col("battle_id") != "q31")["h6_a"]) == {9}
