@@ -287,6 +287,16 @@ def _readable_battles(root: Path) -> dict[str, set[str]]:
 # ------------------------------------------------------------------------------------ file-system errors
 
 
+def test_a_manifest_that_is_a_directory_is_not_repaired_by_moving_parts(store):
+    """The repair could not replace it: it says so before moving anything to lost+found."""
+    (store / MANIFEST).unlink()
+    (store / MANIFEST).mkdir()
+    before = data_files(store)
+    result = arena("store", "repair", "-s", store)
+    assert result.exit_code == 3 and "manifest.json is a directory" in result.stderr, result.output
+    assert data_files(store) == before and not (store / LOST_AND_FOUND).exists()
+
+
 def test_a_store_that_is_a_file_is_an_input_error(tmp_path):
     path = tmp_path / "store"
     path.write_text("not a folder")

@@ -252,6 +252,8 @@ def _known(root: Path, manifest: dict[str, Any] | None, problems: list[Problem])
 
 def _plan(root: Path, adopt_unpublished: bool) -> tuple[_Plan, bool]:
     """The repair of the store at ``root``, and whether its manifest must be rewritten."""
+    if (root / MANIFEST).is_dir():  # it could not be replaced: say so before anything is moved
+        raise InputError(f"store {root}: {MANIFEST} is a directory; move it out of the store, then repair")
     manifest, problems = read_manifest(root)
     files = sorted(part_files(root))
     if manifest is None and not any(part_generation(f) is not None for f in files):
