@@ -91,7 +91,8 @@ POSITION = "position"
 # What each numeric fit option accepts (the CLI declares its options with these very rules).
 RIDGE = Bounds("--ridge", low=0)
 MIN_BATTLES = Bounds("--min-battles", low=1, integer=True)
-ROUNDS = Bounds("--rounds", low=1, integer=True)
+#: At most 100,000 resamples: percentiles gain nothing beyond, and each round holds a draw per model.
+ROUNDS = Bounds("--rounds", low=1, high=100_000, integer=True)
 SEED = Bounds("--seed", low=0, integer=True)
 CONFIDENCE = Bounds("--confidence", low=0, high=1, low_open=True, high_open=True)
 WORKERS = Bounds("--workers", low=1, integer=True)

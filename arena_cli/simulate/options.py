@@ -12,8 +12,9 @@ from arena_cli.bounds import Bounds
 from arena_cli.errors import OptionError
 from arena_cli.models.options import SEED
 
-BATTLES = Bounds("--battles", low=1, integer=True)
-MODELS = Bounds("--models", low=2, integer=True)
+#: Upper ends: what one machine's memory holds (a simulated log is built in memory before it is written).
+BATTLES = Bounds("--battles", low=1, high=100_000_000, integer=True)
+MODELS = Bounds("--models", low=2, high=100_000, integer=True)
 MODEL_SEED = dataclasses.replace(SEED, option="--model-seed")
 #: Log-odds advantage of the model shown first: any finite number.
 POSITION_BIAS = Bounds("--position-bias")
