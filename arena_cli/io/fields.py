@@ -93,8 +93,7 @@ def parse_count(col: str, dtype: pl.DataType) -> pl.Expr:
 
 def parse_weight(col: str, dtype: pl.DataType) -> pl.Expr:
     """A vote's weight: a finite number >= 0 (null otherwise: a negative, NaN or infinite weight is no weight)."""
-    number = pl.col(col).cast(pl.Float64, strict=False) if dtype.is_numeric() else pl.col(col).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
-    return pl.when(number.is_finite() & (number >= 0)).then(number)
+    return non_negative(pl.col(col), dtype)
 
 
 def parse_boolean(col: str, dtype: pl.DataType) -> pl.Expr:
