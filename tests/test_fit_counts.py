@@ -130,3 +130,27 @@ def test_cached_counts_joined_part_by_part_are_those_attach_features_gives(tmp_p
     assert recomputed["battle_id"].to_list() == battles["battle_id"].to_list()
     assert recomputed.filter(pl.col("battle_id") == "q31")["h6_a"].item() == 0
     assert set(recomputed.filter(pl.col("battle_id") != "q31")["h6_a"]) == {9}
+
+
+@pytest.mark.parametrize("without_meta", [0, 5])
+def test_a_parquet_log_with_nested_conv_metadata_is_streamed_with_its_counts(tmp_path, monkeypatch, without_meta):
+    """LMArena's release shape: conv_metadata as a parquet struct of counts. Its fit is streamed (counts mapped
+    within the query) and equals the fit of the same votes as JSONL and by the batch path; battles without
+    counts are found after the read and settled by a second read, as the batch path settles them."""
+    from arena_cli.io import reading
+    from arena_cli.io.results import ReadPath
+
+    votes = [vote(i, texts=False) for i in range(80)]
+    for record in votes[:without_meta]:
+        record.pop("conv_metadata")
+    jsonl, parquet = tmp_path / "votes.jsonl", tmp_path / "votes.parquet"
+    write(jsonl, votes)
+    pl.read_ndjson(jsonl).write_parquet(parquet)
+    lean = reading.read_lean
+    monkeypatch.setattr(reading, "read_lean", lambda *a, **k: pytest.fail("a struct of counts is read by the streamed path"))
+    from_parquet = fit(str(parquet))
+    monkeypatch.setattr(reading, "read_lean", lean)
+    monkeypatch.setattr(reading, "read_streamed", lambda *a, **k: ReadPath.LEAN)
+    for other in (fit(str(parquet)), fit(str(jsonl))):
+        assert coefficients(from_parquet) == pytest.approx(coefficients(other), rel=1e-12)
+        assert from_parquet["tables"]["leaderboard"] == other["tables"]["leaderboard"]

@@ -375,7 +375,12 @@ def _canonical_parquet(path, **changes):
     return path
 
 
-STREAMED_COLUMNS = [*LEAN_COLUMNS, "timestamp", "language"]
+STREAMED_COLUMNS = [*LEAN_COLUMNS, "timestamp", "language", "meta_tokens_a", "meta_h1_b", "meta_bold_star_a"]
+
+
+def _meta(tokens_a=10, h1_b=1):
+    """LMArena's nested conv_metadata (a part of it), typed as parquet keeps it."""
+    return {"sum_assistant_a_tokens": tokens_a, "sum_assistant_b_tokens": 7, "header_count_b": {"h1": h1_b, "h2": 0}, "bold_count_a": {"**": 2, "__": 0}}
 
 
 @pytest.mark.parametrize("change, streamed", [
@@ -387,6 +392,9 @@ STREAMED_COLUMNS = [*LEAN_COLUMNS, "timestamp", "language"]
     ({"model_b": ["y", "z ", "z", "x"]}, False),  # a name to trim
     ({"winner": ["model_a", "Tie", "model_b", "tie"]}, False),  # a label to normalise
     ({"id": ["p1", "p2", "p1", "p4"]}, False),  # a repeated id: hashes decide (a full read)
+    ({"conv_metadata": [_meta(), _meta(5, 0), None, _meta(0, 3)]}, True),  # a struct of counts is narrow
+    ({"conv_metadata": [_meta(), _meta(-5, 0), _meta(1, 2**60), _meta(0, None)]}, True),  # counts out of range: quarantined
+    ({"conv_metadata": [{"sum_assistant_a_tokens": "10"}, None, None, None]}, False),  # a struct holding text: batches
 ])
 def test_parquet_logs_already_canonical_are_streamed_with_the_battles_of_a_full_read(tmp_path, monkeypatch, change, streamed):
     """A parquet log whose rows need no trimming or mapping (rows to reject aside) is read by two streaming

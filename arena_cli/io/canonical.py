@@ -57,11 +57,36 @@ def field_exprs(schema: pl.Schema, col: dict[str, str], extras: Sequence[str] = 
     for name, parse in parsers.items():
         if name in col:
             out[name] = parse(col[name], schema[col[name]])
-            present = parse_text(col[name], schema[col[name]]).is_not_null()
+            dtype = schema[col[name]]
+            present = parse_text(col[name], dtype).is_not_null() if dtype == pl.String else pl.col(col[name]).is_not_null()  # blank text is absent
             bad.append((QuarantineReason.WRONG_TYPE.value, present, name, f"{col[name]}: {WANTED.get(name, COUNT)}"))
     for name in ("judge", "question_id", "language", "category"):
         if name in col:
             out[name] = parse_text(col[name], schema[col[name]])
+    return out, bad
+
+
+def typed_meta(schema: pl.Schema, col: dict[str, str]) -> tuple[dict[str, pl.Expr], list[Check]]:
+    """LMArena's per-side counts of a typed (parquet) ``conv_metadata`` struct, with their checks (see
+    :func:`meta_fields`); none when the plan maps no such struct (a column of another type holds no count)."""
+    if "conv_metadata" not in col or not isinstance(schema[col["conv_metadata"]], pl.Struct):
+        return {}, []
+    name = col["conv_metadata"]
+    return meta_fields(pl.col(name), schema[name], name)
+
+
+def meta_fields(meta: pl.Expr, dtype: pl.DataType, name: str) -> tuple[dict[str, pl.Expr], list[Check]]:
+    """The counts of :data:`META_COUNTS` that a ``conv_metadata`` value (a struct) has, as ``meta_<count>_<side>``,
+    each with the wrong-type check that names its field (``conv_metadata.header_count_a.h1``)."""
+    out: dict[str, pl.Expr] = {}
+    bad: list[Check] = []
+    for side in ("a", "b"):
+        for count, path in meta_paths(side).items():
+            found = field_path(meta, dtype, path)
+            if found is not None:
+                value, leaf = found
+                out[f"meta_{count}_{side}"] = whole_number(value, leaf, MAX_COUNT)
+                bad.append((QuarantineReason.WRONG_TYPE.value, is_given(value, leaf), f"meta_{count}_{side}", f"{'.'.join((name, *path))}: {COUNT}"))
     return out, bad
 
 
@@ -172,23 +197,15 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
             out[name] = pl.col(f"__{name}")
             bad.append((QuarantineReason.WRONG_TYPE.value, pl.col(f"__{name}_invalid"), None, f"prompt/response_{side}: not a JSON list of turns"))
 
-    if "conv_metadata" in col:
-        dtype = schema[col["conv_metadata"]]
-        meta_dtype: pl.DataType
-        if dtype == pl.String:
-            decoded["conv_metadata"] = decode_json(batch[col["conv_metadata"]], meta_text_dtype())
-            meta_expr, meta_dtype = pl.col("__conv_metadata"), meta_text_dtype()
-            bad.append((QuarantineReason.WRONG_TYPE.value, pl.col(col["conv_metadata"]).is_not_null() & pl.col("__conv_metadata").is_null(), None, f"{col['conv_metadata']}: not an LMArena conv_metadata object"))
-        else:
-            meta_expr, meta_dtype = pl.col(col["conv_metadata"]), dtype
-        for side in ("a", "b"):
-            for count, path in meta_paths(side).items():
-                found = field_path(meta_expr, meta_dtype, path)
-                if found is not None:
-                    value, leaf = found
-                    out[f"meta_{count}_{side}"] = whole_number(value, leaf, MAX_COUNT)
-                    named = ".".join((col["conv_metadata"], *path))
-                    bad.append((QuarantineReason.WRONG_TYPE.value, is_given(value, leaf), f"meta_{count}_{side}", f"{named}: {COUNT}"))
+    if "conv_metadata" in col and schema[col["conv_metadata"]] == pl.String:  # JSON text (JSON and CSV sources)
+        name = col["conv_metadata"]
+        decoded["conv_metadata"] = decode_json(batch[name], meta_text_dtype())
+        bad.append((QuarantineReason.WRONG_TYPE.value, pl.col(name).is_not_null() & pl.col("__conv_metadata").is_null(), None, f"{name}: not an LMArena conv_metadata object"))
+        meta, meta_checks = meta_fields(pl.col("__conv_metadata"), meta_text_dtype(), name)
+    else:
+        meta, meta_checks = typed_meta(schema, col)
+    out.update(meta)
+    bad += meta_checks
 
     if decoded:
         batch = batch.with_columns(pl.Series(f"__{k}", v) for k, v in decoded.items())

@@ -73,6 +73,8 @@ def whole_number(value: pl.Expr, dtype: PolarsDataType, maximum: int) -> pl.Expr
     """``value`` (text, or a typed number) as an Int64 when it is a whole number from 0 to ``maximum``; else
     null, for the caller to reject: a fraction, a negative or too large number, a boolean or other text is never
     rounded, clipped or read as absent."""
+    if dtype.is_integer():  # every value whole: only the range to check (no round trip through floats)
+        return pl.when(value.is_between(0, maximum)).then(value.cast(pl.Int64, strict=False))
     number = _as_number(value, dtype)
     return pl.when((number == number.floor()) & number.is_between(0, maximum)).then(number).cast(pl.Int64, strict=False)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -19,11 +20,16 @@ from arena_cli.io.options import InputOptions
 from arena_cli.io.readers import parquet_schema
 from arena_cli.schema import META_COLUMNS, FrameT
 
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType
+
 #: Fields whose values can reject a row: a lean read reads and checks them even when it keeps none of them.
 VALIDATED = (
     "model_a", "model_b", "outcome", "weight", "timestamp", "turn", "anony", "conversation_a", "conversation_b", "conv_metadata",
     *META_COLUMNS, *sorted(FEATURE_COUNT_COLUMNS | FEATURE_DENSITY_COLUMNS),
 )
+#: How a content-hash id (one the tool made for a vote without an id) begins.
+CONTENT_ID = "sha-"
 #: Columns that only a full read computes (a lean read is refused when any is asked for).
 IDENTITY = ("battle_id", "content_hash", "source_file", "source_row")
 
@@ -48,7 +54,8 @@ def lean_plan(plan: Plan, columns: Sequence[str]) -> Plan:
 #: (up to a million rows) rather than the ingest's rows per batch: every batch costs a dozen small queries.
 NARROW_BATCH_BYTES = 64 << 20
 NARROW_BATCH_ROWS = 1_000_000
-#: Fields that hold texts (conversations) or documents: a read of any of them keeps the ingest's batch size.
+#: Fields that hold texts (conversations) or documents: a read of any of them keeps the ingest's batch size,
+#: unless it is a struct of numbers only (LMArena's ``conv_metadata`` as released in parquet: a few counts).
 TEXT_FIELDS = ("conversation_a", "conversation_b", "conv_metadata")
 #: Bytes per value of a short string (a model name, a label) as polars holds it: a 16-byte view and its text
 #: (a number or a time takes at most 8).
@@ -68,8 +75,7 @@ class LeanParquet:
     def batch_rows(self, options: InputOptions) -> int:
         if not self.narrow:
             return options.batch_rows
-        dtypes = [self.schema[c] for c in self.columns or ()]
-        row_bytes = sum(8 if dtype.is_numeric() or dtype.is_temporal() or dtype == pl.Boolean else SHORT_TEXT_BYTES for dtype in dtypes) or 1
+        row_bytes = sum(_value_bytes(self.schema[c]) for c in self.columns or ()) or 1
         return min(NARROW_BATCH_ROWS, max(options.batch_rows, NARROW_BATCH_BYTES // row_bytes))
 
     @property
@@ -88,32 +94,61 @@ def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> L
     if plan.dialect == "kaggle":
         return LeanParquet(schema, plan, None, narrow=False)
     read = [c for c in dict.fromkeys([*plan.columns.values(), *plan.extras]) if c in schema]
-    narrow = not set(TEXT_FIELDS) & set(plan.columns) and not any(schema[c].is_nested() for c in read)
+    narrow = all(_numbers_only(schema[plan.columns[f]]) for f in TEXT_FIELDS if f in plan.columns) and not any(
+        schema[c].is_nested() and not _numbers_only(schema[c]) for c in read
+    )
     return LeanParquet(schema, plan, read, narrow)
+
+
+def _numbers_only(dtype: PolarsDataType) -> bool:
+    """Whether a column holds numbers only: a number, or a struct of such (no text, no list)."""
+    if isinstance(dtype, pl.Struct):
+        return all(_numbers_only(field.dtype) for field in dtype.fields)
+    return dtype.is_numeric() or dtype == pl.Null
+
+
+def _value_bytes(dtype: PolarsDataType) -> int:
+    """Bytes per value as polars holds it: 8 for a number, time or flag, :data:`SHORT_TEXT_BYTES` for a short text;
+    a struct the sum of its fields."""
+    if isinstance(dtype, pl.Struct):
+        return sum(_value_bytes(field.dtype) for field in dtype.fields)
+    return 8 if dtype.is_numeric() or dtype.is_temporal() or dtype == pl.Boolean else SHORT_TEXT_BYTES
 
 
 class LeanIds:
     """The ids a lean read saw. Without hashes it cannot tell a duplicate from a conflict, nor name id-less
     votes, so a full read is needed whenever either could matter: an id seen twice, id-less votes in more
     than one source (the same vote in two logs is one battle), or id-less votes next to ids that look like
-    content-hash ids."""
+    content-hash ids.
+
+    Ids are kept as 64-bit hashes (a tenth of their memory at 100M votes): two equal ids have equal hashes, so
+    no repeat is missed; two ids whose hashes collide only cost a full read that was not needed."""
 
     def __init__(self) -> None:
-        self.ids: list[pl.Series] = []
+        self.hashes: list[pl.Series] = []
         self.idless_sources: set[int] = set()  # by position: a file given twice is two sources
+        self.content_ids = False  # whether an id looks like a content-hash id (``sha-...``)
 
     def add(self, source: int, ids: pl.Series) -> bool:
         """Record the ids of a source's battles (null: none); False once a full read is needed."""
-        if ids.null_count():
+        named = ids.drop_nulls()
+        return self.add_hashed(source, named.hash(), idless=bool(ids.null_count()), content_ids=bool(named.str.starts_with(CONTENT_ID).any()))
+
+    def add_hashed(self, source: int, hashes: pl.Series, *, idless: bool, content_ids: bool) -> bool:
+        """:meth:`add` of ids already reduced (as a streaming query does): the hashes of the present ids
+        (``Series.hash``/``Expr.hash``, default seed), whether some battle had none, whether some looks like a
+        content-hash id."""
+        if idless:
             self.idless_sources.add(source)
             if len(self.idless_sources) > 1:
                 return False
-        self.ids.append(ids.drop_nulls())
+        self.hashes.append(hashes)
+        self.content_ids = self.content_ids or content_ids
         return True
 
     def settled(self) -> bool:
         """Whether every id seen is settled without hashes (else a full read is needed)."""
-        ids = pl.concat(self.ids) if self.ids else pl.Series(dtype=pl.String)
-        if ids.is_duplicated().any():
+        hashes = pl.concat(self.hashes) if self.hashes else pl.Series(dtype=pl.UInt64)
+        if hashes.is_duplicated().any():
             return False
-        return not (self.idless_sources and ids.str.starts_with("sha-").any())
+        return not (self.idless_sources and self.content_ids)

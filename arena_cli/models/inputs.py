@@ -153,10 +153,15 @@ class _FileCounts:
         self.deferred = False
 
     def __call__(self, frame: Frame) -> Frame:
-        if isinstance(frame, pl.LazyFrame):
-            if self.given is not False and self._has_columns(frame.collect_schema()):
+        if isinstance(frame, pl.LazyFrame):  # a streamed read: mapped lazily, whether every battle has counts shown by the result
+            schema = frame.collect_schema()
+            if self.given is not False and self._has_columns(schema):
                 self.given = self.deferred = True
                 return self._then(frame)
+            meta = self._meta(schema)
+            if self.given is not False and meta is not None:
+                self.given = self.deferred = True
+                return self._then(_with_meta(frame, meta))
             frame = frame.collect(engine="streaming")
         if frame.height and self.given is not False:
             if self._has_columns(frame.schema) and not frame.select(pl.any_horizontal(pl.col(self.columns).is_null()).any()).item():
@@ -169,14 +174,20 @@ class _FileCounts:
     def _has_columns(self, schema: pl.Schema) -> bool:
         return all(c in schema and schema[c] != pl.Null for c in self.columns)
 
+    def _meta(self, schema: pl.Schema) -> dict[str, str] | None:
+        """The columns of LMArena's precomputed counts to take (see :func:`_meta_columns`), if they are to be
+        taken (``counts=precomputed``) and the battles have them."""
+        meta = _meta_columns(self.columns) if self.features.counts == "precomputed" else None
+        return meta if meta is not None and set(meta.values()) <= set(schema.names()) else None
+
     def _then(self, frame: Frame) -> Frame:
         return self.then(frame) if self.then is not None else frame
 
     def _computed(self, battles: pl.DataFrame) -> pl.DataFrame:
         """``battles`` with every feature computed (a pure function of each battle: batch by batch is the same);
         with ``counts=precomputed``, a battle with LMArena's precomputed counts of every feature takes those."""
-        meta = _meta_columns(self.columns) if self.features.counts == "precomputed" else None
-        if meta is None or not set(meta.values()) <= set(battles.columns):
+        meta = self._meta(battles.schema)
+        if meta is None:
             return self._attached(battles)
         has = battles.select(_has_meta(meta)).to_series()
         if has.all():
