@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from arena_cli.models.design import Design
+from arena_cli.models.design import Design, product
 from arena_cli.models.options import Penalty
 
 
@@ -109,13 +109,15 @@ class Problem:
         votes = count if self.design.vote_weight is None else count * self.design.vote_weight
         return self.lambdas * float(votes.sum())
 
-    def terms(self, theta: np.ndarray, cw: np.ndarray, ridge_sum: np.ndarray, objective: bool = True) -> _RowTerms:
+    def terms(self, theta: np.ndarray, cw: np.ndarray, ridge_sum: np.ndarray, objective: bool = True, into: _RowTerms | None = None) -> _RowTerms:
         """Per-row terms at θ; ``objective=False`` skips the log-likelihood (NaN), 40% of the cost, when no line
-        search needs it."""
+        search needs it. ``into``: terms no longer needed, whose arrays are overwritten (two arrays as long as
+        the battles not allocated again)."""
         penalty = 0.5 * float(ridge_sum @ (theta * theta))
         if self.davidson:
             return self._davidson_terms(theta, cw, penalty)
-        s_d, h_dd = np.empty(self.design.n_rows), np.empty(self.design.n_rows)
+        n = self.design.n_rows
+        s_d, h_dd = (into.s_d, into.h_dd) if into is not None else (np.empty(n), np.empty(n))
         value = 0.0 if objective else np.nan
         for rows in self.chunks():
             m = rows.stop - rows.start
@@ -209,13 +211,13 @@ class Problem:
 
     def information(self, terms: _RowTerms, cw: np.ndarray, ridge_sum: np.ndarray) -> np.ndarray:
         """Negative Hessian of the objective (penalty included)."""
-        J = self.matrix(cw * terms.h_dd, *((cw * terms.h_dt, cw * terms.h_tt) if self.davidson else ()))
+        J = self.matrix(product(cw, terms.h_dd), *((cw * terms.h_dt, cw * terms.h_tt) if self.davidson else ()))
         J[np.diag_indices(self.n_params)] += ridge_sum
         return J
 
     def gradient(self, theta: np.ndarray, terms: _RowTerms, cw: np.ndarray, ridge_sum: np.ndarray) -> np.ndarray:
         """Gradient of the objective (penalty included)."""
-        g = self.vector(cw * terms.s_d, cw * terms.s_t if self.davidson else None)
+        g = self.vector(product(cw, terms.s_d), cw * terms.s_t if self.davidson else None)
         g -= ridge_sum * theta
         return g
 
@@ -257,7 +259,7 @@ def newton(
     not depend on the counts, so a bootstrap round reuses the full-data fit's).
     """
     design = problem.design
-    cw = count * design.row_weight
+    cw = product(count, design.row_weight)
     ridge_sum = problem.ridge_sum(count)
     active = np.ones(problem.M, dtype=bool) if active is None else active
     if theta0 is None:
@@ -272,6 +274,7 @@ def newton(
         terms = replace(terms0, objective=np.nan)  # the objective depends on the counts: recomputed if needed
     else:
         terms = problem.terms(theta, cw, ridge_sum, objective=False)  # computed if a line search needs it
+    spares = _Spares(terms0)
     previous = 0.0  # size of the previous full step (0: none yet, no prediction)
     for iteration in range(1, max_iter + 1):
         g = problem.gradient(theta, terms, cw, ridge_sum)
@@ -286,9 +289,9 @@ def newton(
         if size < TRUSTED_STEP:
             # close to the maximum the quadratic model is accurate: take the full step, no line search
             length, theta = 1.0, theta + step
-            terms = problem.terms(theta, cw, ridge_sum, objective=False)
+            terms = spares.swap(terms, problem.terms(theta, cw, ridge_sum, objective=False, into=spares.take()))
         else:
-            length, theta, terms = _line_search(problem, theta, terms, step, cw, ridge_sum)
+            length, theta, terms = _line_search(problem, theta, terms, step, cw, ridge_sum, spares)
         if length == 1.0 and (size < tol or size**3 < PREDICTION_MARGIN * tol * previous**2):
             break
         previous = size if length == 1.0 else 0.0
@@ -305,18 +308,42 @@ TRUSTED_STEP = 0.05
 PREDICTION_MARGIN = 0.01
 
 
-def _line_search(problem: Problem, theta, terms, step, cw, ridge_sum):
+def _line_search(problem: Problem, theta, terms, step, cw, ridge_sum, spares: _Spares):
     """Backtracking on the objective: halve the step until the objective does not decrease."""
     if np.isnan(terms.objective):
-        terms = problem.terms(theta, cw, ridge_sum)
+        terms = spares.swap(terms, problem.terms(theta, cw, ridge_sum, into=spares.take()))
     slack = 1e-12 * (1.0 + abs(terms.objective))
     length = 1.0
     while True:
         trial = theta + length * step
-        trial_terms = problem.terms(trial, cw, ridge_sum)
+        trial_terms = problem.terms(trial, cw, ridge_sum, into=spares.take())
         if trial_terms.objective >= terms.objective - slack or length < 1e-8:
-            return length, trial, trial_terms
+            return length, trial, spares.swap(terms, trial_terms)
+        spares.put(trial_terms)
         length *= 0.5
+
+
+class _Spares:
+    """Per-row terms a Newton run no longer needs, to compute the next ones into: at 100M battles each set is
+    1.6 GB, and a fresh one per step would double what the run holds. Never the caller's ``terms0`` (a
+    bootstrap round's starting terms, shared by every round)."""
+
+    def __init__(self, shared: _RowTerms | None):
+        self.shared = shared
+        self.free: _RowTerms | None = None
+
+    def take(self) -> _RowTerms | None:
+        free, self.free = self.free, None
+        return free
+
+    def put(self, terms: _RowTerms) -> None:
+        if self.shared is None or terms.s_d is not self.shared.s_d:
+            self.free = terms
+
+    def swap(self, old: _RowTerms, new: _RowTerms) -> _RowTerms:
+        """``new`` replaces ``old``, whose arrays are free from now on."""
+        self.put(old)
+        return new
 
 
 # ------------------------------------------------------------------------------ statsmodels (reference)
@@ -328,7 +355,7 @@ def statsmodels_fit(problem: Problem, count: np.ndarray, active: np.ndarray | No
     import warnings
 
     design = problem.design
-    cw = count * design.row_weight
+    cw = product(count, design.row_weight)
     ridge_sum = problem.ridge_sum(count)
     rows = np.flatnonzero(cw > 0)
     M, k = problem.M, problem.k

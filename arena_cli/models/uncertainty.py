@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from arena_cli.models.design import Cells, Design, credit_edges, mle_components, strongly_connected
+from arena_cli.models.design import Cells, Design, credit_edges, mle_components, product, strongly_connected
 from arena_cli.models.options import Solver
 from arena_cli.models.solvers import Problem, Solution, gauge_fixed, newton, statsmodels_fit
 
@@ -47,14 +47,14 @@ def sandwich(
     """
     design = problem.design
     weight = design.row_weight
-    cw = count * weight
+    cw = product(count, weight)
     n = float(count.sum())
     ridge_sum = problem.ridge_sum(count)
     terms = terms or problem.terms(theta, cw, ridge_sum)
     # the total score is ~0 at the maximum except for a ridge penalty's share; arena-rank's centring has no use for it
     total = None if arena_rank else problem.vector(cw * terms.s_d, cw * terms.s_t if problem.davidson else None)
     if cluster is None:
-        factor = cw * weight
+        factor = product(cw, weight)
         sd, st = terms.s_d, terms.s_t
         B = problem.matrix(factor * sd * sd, *((factor * sd * st, factor * st * st) if problem.davidson else ()))
         centring = None if total is None else np.outer(total, total) / n
