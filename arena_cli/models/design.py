@@ -357,10 +357,14 @@ def _encode(battles: Battles, encode: Encoder) -> _Encoded:
     if not terms and not options.cluster and vote_order is None:
         a, b, outcome, count, weight = _aggregate(a, b, outcome, len(names), weight=weight)
         return _Encoded(names, a, b, outcome, count, np.zeros((0, a.size)), None, None, weight)
-    # (battles, k) in column-major order is the (k, battles) row-major array the solvers use, in one copy
-    styled = [f"_style{i}" for i in range(len(terms))]
-    X = np.require(encoded.select(styled).to_numpy().T, requirements=["C", "W"]) if terms else np.zeros((0, encoded.height))
     cluster = _alone_clusters(encoded["_cluster"].rank("dense").fill_null(0).cast(pl.Int64).to_numpy()) if options.cluster else None
+    # the (k, battles) array the solvers use, a term at a time, each column let go once copied: the frame and
+    # the array are never both whole (at 100M battles, 3.2 GB each for four terms)
+    X = np.empty((len(terms), encoded.height))
+    encoded = encoded.select(f"_style{i}" for i in range(len(terms)))
+    for i in range(len(terms)):
+        X[i] = encoded[f"_style{i}"].to_numpy()
+        encoded = encoded.drop(f"_style{i}")
     return _Encoded(names, a, b, outcome, ones(a.size), X, cluster, vote_order, weight)
 
 

@@ -74,8 +74,6 @@ class Problem:
         if davidson:
             self.u = (design.row_outcome.astype(np.float64) - 1.0) / 2.0
             self.is_tie = (design.row_outcome == 1).astype(np.float64)
-        else:
-            self.y = design.row_outcome * 0.5
         self._scratch: dict[str, np.ndarray] = {}
 
     def scratch(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
@@ -123,7 +121,8 @@ class Problem:
             m = rows.stop - rows.start
             d = self.predictor(theta, rows, out=self.scratch("d", (CHUNK,))[:m])
             e, q = self.scratch("e", (CHUNK,))[:m], self.scratch("q", (CHUNK,))[:m]
-            s, h, y = s_d[rows], h_dd[rows], self.y[rows]
+            s, h = s_d[rows], h_dd[rows]
+            y = np.multiply(self.design.row_outcome[rows], 0.5, out=self.scratch("y", (CHUNK,))[:m])  # 1, ½, 0: a win, a tie, a loss
             np.exp(np.negative(np.abs(d, out=e), out=e), out=e)  # e^-|d|
             np.reciprocal(np.add(e, 1.0, out=q), out=q)  # 1 / (1 + e^-|d|)
             np.multiply(e, q, out=s)  # P(a wins) = e/(1 + e) where d < 0 ...
