@@ -17,8 +17,10 @@ import polars as pl
 from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMNS
 from arena_cli.io.dialects import Plan, plan_for
 from arena_cli.io.options import InputOptions
+from arena_cli.io.fields import MAX_COUNT, field_path
+from arena_cli.io.footer import integer_ranges
 from arena_cli.io.readers import parquet_schema
-from arena_cli.schema import META_COLUMNS, FrameT
+from arena_cli.schema import META_COLUMNS, FrameT, meta_paths
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType
@@ -88,16 +90,39 @@ class LeanParquet:
 
 
 def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> LeanParquet:
-    """What a lean read wanting ``columns`` reads of a parquet file, decided from its schema alone."""
+    """What a lean read wanting ``columns`` reads of a parquet file, decided from its schema (and footer) alone."""
     schema = parquet_schema(path)
     plan = lean_plan(plan_for(list(schema), options, str(path)), columns)
     if plan.dialect == "kaggle":
         return LeanParquet(schema, plan, None, narrow=False)
+    if "conv_metadata" in plan.columns and not set(META_COLUMNS) & set(columns) and _counts_in_range(path, schema, plan.columns["conv_metadata"]):
+        # read only to be checked, and no row can fail its checks: not read at all
+        plan = Plan(plan.dialect, {k: v for k, v in plan.columns.items() if k != "conv_metadata"}, plan.extras)
     read = [c for c in dict.fromkeys([*plan.columns.values(), *plan.extras]) if c in schema]
     narrow = all(_numbers_only(schema[plan.columns[f]]) for f in TEXT_FIELDS if f in plan.columns) and not any(
         schema[c].is_nested() and not _numbers_only(schema[c]) for c in read
     )
     return LeanParquet(schema, plan, read, narrow)
+
+
+def _counts_in_range(path: Path, schema: pl.Schema, column: str) -> bool:
+    """Whether the file's footer statistics show every count of its ``conv_metadata`` struct ``column`` to be a
+    whole number in range (so that no row fails a count check): an integer leaf whose every row group has
+    statistics within [0, MAX_COUNT]. Unsigned values past 2^63 read as negative there, and so are never taken
+    as in range."""
+    dtype = schema[column]
+    if not isinstance(dtype, pl.Struct):
+        return False
+    ranges = integer_ranges(path)
+    for side in ("a", "b"):
+        for leaf in meta_paths(side).values():
+            found = field_path(pl.col(column), dtype, leaf)
+            if found is None:
+                continue  # a count the struct does not have: nothing to check
+            known = ranges.get((column, *leaf))
+            if not found[1].is_integer() or known is None or not 0 <= known.minimum <= known.maximum <= MAX_COUNT:
+                return False
+    return True
 
 
 def _numbers_only(dtype: PolarsDataType) -> bool:

@@ -1,0 +1,158 @@
+"""Column statistics from a parquet file's footer, for checks that the statistics settle without reading data.
+
+Why: a plain fit of LMArena's release validates every ``conv_metadata`` count, and decoding that struct costs
+more than the rest of the fit; the writer's per-row-group minimum and maximum of each count usually show that
+none can be out of range, and then the struct need not be read at all. Polars does not expose the statistics
+of struct fields, so the footer (Thrift compact protocol) is decoded here: only as far as the row groups'
+column chunks, their paths, physical types and statistics.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Parquet physical types whose statistics are read: INT32 and INT64 (plain little-endian, signed order).
+_INT_WIDTHS = {1: 4, 2: 8}
+#: A footer larger than this is not decoded (a file of some hundred thousand row groups): the caller reads the data.
+MAX_FOOTER_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class LeafRange:
+    """The smallest and largest value of a leaf column over the whole file (nulls aside)."""
+
+    minimum: int
+    maximum: int
+
+
+def integer_ranges(path: Path) -> dict[tuple[str, ...], LeafRange]:
+    """Per leaf column of integers (by its path: ``("conv_metadata", "header_count_a", "h1")``) whose every row
+    group has statistics, its range over the file. A leaf missing here is one the statistics do not settle.
+    An unreadable or unexpected footer gives no ranges (never an error: the caller then reads the data)."""
+    try:
+        return _ranges(_file_metadata(path))
+    except (OSError, ValueError, IndexError, KeyError, TypeError, struct.error, RecursionError):
+        return {}
+
+
+def _file_metadata(path: Path) -> dict[int, Any]:
+    with open(path, "rb") as handle:
+        handle.seek(0, 2)
+        size = handle.tell()
+        handle.seek(size - 8)
+        tail = handle.read(8)
+        if tail[4:] != b"PAR1":
+            raise ValueError("not a parquet file")
+        length = int.from_bytes(tail[:4], "little")
+        if not 0 < length <= min(MAX_FOOTER_BYTES, size - 12):
+            raise ValueError("footer length out of range")
+        handle.seek(size - 8 - length)
+        return _Compact(handle.read(length)).read_struct()
+
+
+def _ranges(metadata: dict[int, Any]) -> dict[tuple[str, ...], LeafRange]:
+    ranges: dict[tuple[str, ...], LeafRange] = {}
+    unsettled: set[tuple[str, ...]] = set()
+    for row_group in metadata[4]:  # FileMetaData.row_groups
+        for chunk in row_group[1]:  # RowGroup.columns
+            meta = chunk.get(3)  # ColumnChunk.meta_data
+            if meta is None:
+                return {}
+            leaf = tuple(name.decode() for name in meta[3])  # ColumnMetaData.path_in_schema
+            found = _chunk_range(meta.get(1), meta.get(12))  # type, statistics
+            if found is None:
+                unsettled.add(leaf)
+                continue
+            known = ranges.get(leaf)
+            ranges[leaf] = found if known is None else LeafRange(min(known.minimum, found.minimum), max(known.maximum, found.maximum))
+    return {leaf: found for leaf, found in ranges.items() if leaf not in unsettled}
+
+
+def _chunk_range(physical: int | None, statistics: dict[int, Any] | None) -> LeafRange | None:
+    """A column chunk's range from its statistics: ``min_value``/``max_value`` (fields 6, 5), else the older
+    ``min``/``max`` (2, 1), which for signed integers have the same order. None: no statistics, or all nulls."""
+    width = _INT_WIDTHS.get(physical or -1)
+    if width is None or not statistics:
+        return None
+    low, high = statistics.get(6, statistics.get(2)), statistics.get(5, statistics.get(1))
+    if not isinstance(low, bytes) or not isinstance(high, bytes) or len(low) != width or len(high) != width:
+        return None
+    return LeafRange(int.from_bytes(low, "little", signed=True), int.from_bytes(high, "little", signed=True))
+
+
+class _Compact:
+    """A reader of the Thrift compact protocol: structs as {field id: value}, lists as lists, binary as bytes."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+        self.at = 0
+
+    def byte(self) -> int:
+        value = self.data[self.at]
+        self.at += 1
+        return value
+
+    def varint(self) -> int:
+        shift = result = 0
+        while True:
+            byte = self.byte()
+            result |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return result
+            shift += 7
+            if shift > 70:
+                raise ValueError("varint too long")
+
+    def zigzag(self) -> int:
+        value = self.varint()
+        return (value >> 1) ^ -(value & 1)
+
+    def binary(self) -> bytes:
+        length = self.varint()
+        if self.at + length > len(self.data):
+            raise ValueError("binary past the end")
+        value = self.data[self.at : self.at + length]
+        self.at += length
+        return value
+
+    def value(self, kind: int) -> Any:
+        if kind in (1, 2):  # a boolean in a list (in a struct the type carries it)
+            return self.byte() == 1
+        if kind == 3:
+            return struct.unpack("b", bytes([self.byte()]))[0]
+        if kind in (4, 5, 6):
+            return self.zigzag()
+        if kind == 7:
+            self.at += 8
+            return struct.unpack("<d", self.data[self.at - 8 : self.at])[0]
+        if kind == 8:
+            return self.binary()
+        if kind in (9, 10):
+            header = self.byte()
+            size, element = header >> 4, header & 0x0F
+            if size == 15:
+                size = self.varint()
+            return [self.value(element) for _ in range(size)]
+        if kind == 11:
+            size = self.varint()
+            if not size:
+                return {}
+            types = self.byte()
+            return {self.value(types >> 4): self.value(types & 0x0F) for _ in range(size)}
+        if kind == 12:
+            return self.read_struct()
+        raise ValueError(f"unknown thrift type {kind}")
+
+    def read_struct(self) -> dict[int, Any]:
+        fields: dict[int, Any] = {}
+        last = 0
+        while True:
+            header = self.byte()
+            if header == 0:
+                return fields
+            kind, delta = header & 0x0F, header >> 4
+            last = last + delta if delta else self.zigzag()
+            fields[last] = kind == 1 if kind in (1, 2) else self.value(kind)
