@@ -396,12 +396,16 @@ def _meta(tokens_a=10, h1_b=1):
     ({"conv_metadata": [_meta(), _meta(-5, 0), _meta(1, 2**60), _meta(0, None)]}, True),  # counts out of range: quarantined
     ({"conv_metadata": [{"sum_assistant_a_tokens": "10"}, None, None, None]}, False),  # a struct holding text: batches
 ])
-def test_parquet_logs_already_canonical_are_streamed_with_the_battles_of_a_full_read(tmp_path, monkeypatch, change, streamed):
-    """A parquet log whose rows need no trimming or mapping (rows to reject aside) is read by two streaming
-    passes; any other goes through the batch path. Either way the battles and rejections, with their reasons,
-    details and original records, are those of a full read."""
-    from arena_cli.io import reading
+@pytest.mark.parametrize("slice_rows", [3, None])
+def test_parquet_logs_already_canonical_are_streamed_with_the_battles_of_a_full_read(tmp_path, monkeypatch, change, streamed, slice_rows):
+    """A parquet log whose rows need no trimming or mapping (rows to reject aside) is read by one streaming
+    pass, a slice of rows at a time; any other goes through the batch path. Either way the battles and
+    rejections, with their reasons, details and original records, are those of a full read."""
+    from arena_cli.io import reading, streamed as streamed_reads
     from arena_cli.io.results import ReadPath
+
+    if slice_rows:
+        monkeypatch.setattr(streamed_reads, "SLICE_ROWS", slice_rows)
 
     path = _canonical_parquet(tmp_path / "v.parquet", **change)
     full = read_sources([path])

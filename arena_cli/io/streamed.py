@@ -38,8 +38,8 @@ def read_streamed(
         read = _read_file(Path(path), lean, labels, columns, map_batch)
         if read is None:
             return ReadPath.LEAN
-        rows, found, taken, rejected = read
-        if not lean_ids.add_hashed(number, found["ids"][0], idless=found["idless"].item(), content_ids=found["content_ids"].item()):
+        rows, ids, taken, rejected = read
+        if not lean_ids.add_hashed(number, ids["hash"].drop_nulls(), idless=bool(ids["hash"].null_count()), content_ids=bool(ids["content"].any())):
             return ReadPath.FULL
         summary = SourceSummary(str(path), rows_read=rows, stored=rows - rejected.height)
         summaries.append(summary)
@@ -51,19 +51,44 @@ def read_streamed(
     return IngestResult(pl.concat(battles, how="diagonal_relaxed"), pl.concat(quarantine), summaries)
 
 
+#: Rows per streaming query: polars' streaming engine holds memory in proportion to the rows a query reads (about
+#: 150 bytes a row for the three queries of a file), so a file is read a slice of row groups at a time.
+SLICE_ROWS = 4_000_000
+
+
 def _read_file(
     path: Path, lean: LeanParquet, labels: dict[str, str], columns: Sequence[str], map_batch: Callable[[Frame], Frame]
 ) -> tuple[int, pl.DataFrame, pl.DataFrame, pl.DataFrame] | None:
-    """One streaming pass over a file (one read shared by three queries): (rows, what is known of its names and
-    ids, its battles taken as they are, mapped, quarantine of the others); None if a model name needs trimming,
-    or a row not taken is one that :func:`canonicalize` accepts (a label to normalise): the batch path reads
-    such files."""
+    """One streaming pass over a file, a slice at a time (each read shared by three queries): (rows, the ids of
+    the battles taken as they are (64-bit hashes, null for none; whether each looks like a content-hash id),
+    those battles, mapped, quarantine of the others); None if a model name needs trimming, or a row not taken
+    is one that :func:`canonicalize` accepts (a label to normalise): the batch path reads such files."""
+    numbered = _scan(path, lean).with_row_index(ROW, offset=1).with_columns(_as_is(lean, labels).alias("__as_is"))
+    rows = _streamed_collect([_scan(path, lean).select(pl.len())], path)[0].item()
+    slices = [_read_slice(numbered.slice(start, SLICE_ROWS), path, lean, labels, columns, map_batch) for start in range(0, max(rows, 1), SLICE_ROWS)]
+    names = pl.concat([name for found, _, _ in slices for name in (found["names_a"][0], found["names_b"][0])]).unique().to_frame("name")
+    if changed_values(names, "name", parse_text("name", pl.String())) is not None:
+        return None
+    rejected = empty_quarantine()
+    others = pl.concat([found["others"][0] for found, _, _ in slices])
+    if others.len():  # read again, those rows only (a query of its own: as a fourth one, it slows the read)
+        [other_rows] = _streamed_collect([numbered.filter(pl.col(ROW).is_in(others.implode())).drop("__as_is")], path)
+        accepted, rejected = canonicalize(other_rows.with_columns(pl.col(ROW).cast(pl.Int64)), lean.plan, labels, str(path))
+        if accepted.height:
+            return None
+    ids = pl.concat([taken_ids for _, taken_ids, _ in slices])
+    taken = pl.concat([battles for _, _, battles in slices], how="diagonal_relaxed", rechunk=False)
+    return rows, ids, taken, rejected
+
+
+def _read_slice(
+    numbered: pl.LazyFrame, path: Path, lean: LeanParquet, labels: dict[str, str], columns: Sequence[str], map_batch: Callable[[Frame], Frame]
+) -> list[pl.DataFrame]:
+    """The three queries of one slice of a file's rows: its names, rows not taken; ids; battles taken, mapped."""
     schema, plan = lean.schema, lean.plan
     col = plan.columns
     fields, _ = _typed_fields(lean)
-    numbered = _scan(path, lean).with_row_index(ROW, offset=1).with_columns(_as_is(lean, labels).alias("__as_is"))
     as_is, battle_id = pl.col("__as_is"), id_expr(schema, col)
-    taken_ids = battle_id.filter(as_is)
     canonical = numbered.filter(as_is).select(
         pl.col(col["model_a"]).alias("model_a"),
         pl.col(col["model_b"]).alias("model_b"),
@@ -73,26 +98,16 @@ def _read_file(
         battle_id.alias("battle_id"),
     )
     checks = numbered.select(
-        pl.len().alias("rows"),
         pl.col(col["model_a"]).unique().implode().alias("names_a"),  # of every row: a name to trim anywhere sends the file to batches
         pl.col(col["model_b"]).unique().implode().alias("names_b"),
-        taken_ids.drop_nulls().hash().implode().alias("ids"),
-        (taken_ids.is_null().any() if "battle_id" in col else as_is.any()).alias("idless"),
-        taken_ids.str.starts_with(CONTENT_ID).any().fill_null(False).alias("content_ids"),
         pl.col(ROW).filter(~as_is).implode().alias("others"),
     )
-    found, taken = _streamed_collect([checks, map_batch(select_wanted(conform(canonical), columns)).lazy()], path)
-    names = pl.concat([found["names_a"][0], found["names_b"][0]]).to_frame("name")
-    if changed_values(names, "name", parse_text("name", pl.String())) is not None:
-        return None
-    rejected = empty_quarantine()
-    others = found["others"][0]
-    if others.len():  # read again, those rows only (a query of its own: as a third one above, it slows the read)
-        [other_rows] = _streamed_collect([numbered.filter(pl.col(ROW).is_in(others.implode())).drop("__as_is")], path)
-        accepted, rejected = canonicalize(other_rows.with_columns(pl.col(ROW).cast(pl.Int64)), plan, labels, str(path))
-        if accepted.height:
-            return None
-    return int(found["rows"].item()), found, taken, rejected
+    # the ids of the rows taken, row by row (as aggregates of a filtered column, polars would hold the ids whole)
+    taken_id = pl.col("__id")
+    ids = numbered.filter(as_is).select(battle_id.alias("__id")).select(
+        pl.when(taken_id.is_not_null()).then(taken_id.hash()).alias("hash"), taken_id.str.starts_with(CONTENT_ID).alias("content")
+    )
+    return _streamed_collect([checks, ids, map_batch(select_wanted(conform(canonical), columns)).lazy()], path)
 
 
 def _scan(path: Path, lean: LeanParquet) -> pl.LazyFrame:
