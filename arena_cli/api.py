@@ -501,12 +501,13 @@ def feature_list() -> FeatureTable:
     return FeatureTable(frame, kind="feature_list", settings=_feature_versions())
 
 
-def check_store(store: str | os.PathLike[str] | None = None) -> StoreCheck:
+def check_store(store: str | os.PathLike[str] | None = None, *, deep: bool = False) -> StoreCheck:
     """Every problem of a store (``arena store check``): its manifest, each listed part (footers, schemas,
-    row counts) and the files it does not list. ``result.healthy`` is False when it needs a repair."""
+    row counts; with ``deep``, its data read whole) and the files it does not list. ``result.healthy`` is False
+    when it needs a repair."""
     from arena_cli.io.repair import check_store as check
 
-    return check(Source(store=Path(store) if store is not None else None).store_path)
+    return check(Source(store=Path(store) if store is not None else None).store_path, deep=deep)
 
 
 def repair_store(

@@ -14,7 +14,7 @@ from typing import Generic, TypeVar
 
 import polars as pl
 
-from arena_cli.errors import InputError, NoDataError
+from arena_cli.errors import ArenaError, InputError, NoDataError
 from arena_cli.io.options import BattleFilter, Source
 from arena_cli.schema import BATTLE_SCHEMA, Frame
 
@@ -197,6 +197,8 @@ def _filtered(part: Frame, filters: BattleFilter, condition: pl.Expr | None) -> 
             if isinstance(part, pl.LazyFrame):  # evaluated here, on its own columns: errors surface now, not mid-command
                 part.select(condition.sum()).collect()
             part = part.filter(condition)
+        except ArenaError:  # a store part found damaged as the condition read it: said as such
+            raise
         except Exception as error:
             raise InputError(f"{filters.where_option} {where!r} failed: {_short_reason(error)}") from None
     if filters.models:

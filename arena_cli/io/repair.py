@@ -1,7 +1,9 @@
 """``arena store check`` and ``arena store repair``: say what is wrong with a store, and rebuild a consistent
 manifest from the parts on disk without ever deleting data.
 
-Repair keeps every listed part that is readable (fixing its row count from the file), adopts unlisted parts that
+Repair reads every part whole (damage inside a part's data shows only then) and keeps every listed part that
+is readable (fixing its row count from the file), gives a listed file of a table's folder under another name (a
+part a user renamed) a part's name back when it would be kept, adopts unlisted parts that
 were published (a generation the manifest has reached, see :mod:`arena_cli.io.manifest`) when they are readable,
 have the table's schema and repeat no battle already kept, and moves everything else out of the table folders
 into ``lost+found/`` (same relative path): unreadable or truncated parts, parts of a wrong schema, and parts
@@ -17,34 +19,41 @@ generation on disk are taken as unpublished (``adopt_unpublished`` adopts them t
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
-from contextlib import nullcontext
+import shutil
+import uuid
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena_cli.errors import InputError
-from arena_cli.io.atomic import atomic_write_bytes, fsync_dir
+from arena_cli.io.atomic import atomic_write, atomic_write_bytes, fsync_dir
 from arena_cli.io.manifest import (
     FORMAT,
     FORMAT_VERSION,
     LOST_AND_FOUND,
     MANIFEST,
-    PART_NAME,
     TABLE_NAME,
     TEMPORARY_NAME,
     Problem,
     by_importance,
     check_part,
     entries,
+    footer,
+    in_folder,
     is_count,
     layout_problems,
     listed_problems,
+    misnamed,
     part_files,
     part_generation,
+    read_data,
     read_manifest,
+    table_of,
     union_with,
 )
 from arena_cli.io.store import Store, writing
@@ -55,7 +64,7 @@ if TYPE_CHECKING:
     from arena_cli.render.document import Document
 
 #: A part path as a damaged manifest's text still names it.
-_LISTED_PATH = re.compile(rf'"path"\s*:\s*"((?:{TABLE_NAME.pattern})/{PART_NAME.pattern})"')
+_LISTED_PATH = re.compile(rf'"path"\s*:\s*"((?:{TABLE_NAME.pattern})/[^"\\]+)"')
 _GENERATION = re.compile(r'"generation"\s*:\s*(\d+)')
 #: What to do with a never-published part once it is in lost+found, per table folder.
 _BRING_BACK = {"battles": "`arena ingest` of the moved file adds its battles not stored yet",
@@ -114,6 +123,7 @@ class StoreRepair:
     changes: tuple[Change, ...]
     tables: dict[str, dict[str, int]]
     dry_run: bool = False
+    battles_set_aside: int = 0
     settings: dict[str, Any] = field(default_factory=dict)
     filters: dict[str, Any] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)
@@ -123,7 +133,8 @@ class StoreRepair:
         if not self.changes:
             return f"store {self.root} is consistent: nothing to repair"
         moved = sum(c.action == "move" for c in self.changes)
-        aside = f"; {_plural(moved, 'file')} {'would be ' if self.dry_run else ''}moved to {self.root / LOST_AND_FOUND}" if moved else ""
+        battles = f" ({_plural(self.battles_set_aside, 'battle')} set aside)" if self.battles_set_aside else ""
+        aside = f"; {_plural(moved, 'file')} {'would be ' if self.dry_run else ''}moved to {self.root / LOST_AND_FOUND}{battles}" if moved else ""
         return f"repair {'would make' if self.dry_run else 'made'} {_plural(len(self.changes), 'change')} to store {self.root}{aside}"
 
     def to_document(self) -> Document:
@@ -154,16 +165,17 @@ def _root(store: Path) -> Path:
     return store
 
 
-def check_store(store: Path) -> StoreCheck:
-    """Every problem of the store at ``store``: the manifest, each listed part (deeply: footers, schemas, rows)
-    and the files the manifest does not list."""
+def check_store(store: Path, deep: bool = False) -> StoreCheck:
+    """Every problem of the store at ``store``: the manifest, each listed part (its footer: schema, rows; with
+    ``deep``, every page of its data too) and the files the manifest does not list."""
     root = _root(store)
     manifest, problems = read_manifest(root)
     if manifest is None and not problems:
         raise InputError(f"no store at {root} (no {MANIFEST}, no parts)")
     if manifest is not None:
-        problems += listed_problems(root, manifest, deep=True) + layout_problems(root, manifest)
-    return StoreCheck(root, tuple(by_importance(problems)), _tables(manifest), inputs={"files": [], "store": str(root)})
+        problems += listed_problems(root, manifest, deep=True, data=deep) + layout_problems(root, manifest)
+    return StoreCheck(root, tuple(by_importance(problems)), _tables(manifest), settings={"deep": deep},
+                      inputs={"files": [], "store": str(root)})
 
 
 # -------------------------------------------------------------------------------------------------- repair
@@ -179,21 +191,35 @@ class _Plan:
     guessed: bool = False  # no manifest said which generation was published
     kept: dict[str, dict[str, Any]] = field(default_factory=dict)   # path -> manifest entry
     tables: dict[str, str] = field(default_factory=dict)            # path -> table
+    files: dict[str, Path] = field(default_factory=dict)            # path -> the file that holds it now
+    renames: list[tuple[str, str]] = field(default_factory=list)    # (a listed file's name, the part name it gets)
     moves: list[str] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
     unions: dict[str, dict[str, Any]] = field(default_factory=dict)
     battle_ids: pl.DataFrame | None = None
+    battles_aside: int = 0  # battles in the parts moved to lost+found
 
-    def keep(self, table: str, path: str, rows: int, nulls: dict[str, int] | None, schema: dict[str, Any]) -> None:
-        self.kept[path] = {"path": path, "rows": rows, **({"nulls": nulls} if nulls is not None else {})}
+    def keep(self, table: str, path: str, rows: int, nulls: dict[str, int], schema: dict[str, Any], file: str | None = None) -> None:
+        self.kept[path] = {"path": path, "rows": rows, "nulls": nulls}
         self.tables[path] = table
+        self.files[path] = self.root / (file or path)
         self.unions[table] = union_with(self.unions.get(table, {}), schema)
         if table == "battles" and self.battle_ids is not None:
-            self.battle_ids = self.battle_ids.vstack(_battle_ids(self.root / path))
+            self.battle_ids = self.battle_ids.vstack(_battle_ids(self.files[path]))
 
     def move(self, path: str, detail: str) -> None:
         self.moves.append(path)
         self.changes.append(Change("move", path, f"{detail}; moved to {LOST_AND_FOUND}/{path}"))
+
+    def set_aside(self, path: str, detail: str, rows: int | None) -> None:
+        """Move a part the manifest listed: its battles, which the store counted, are set aside (``rows``: what
+        the manifest says it holds, when its footer cannot tell)."""
+        self.move(path, detail)
+        if path.startswith("battles/"):
+            try:
+                self.battles_aside += footer(self.root / path)[0]
+            except Exception:  # no footer to count from: what the manifest said, if anything
+                self.battles_aside += rows or 0
 
     def manifest(self) -> dict[str, Any]:
         tables: dict[str, list[dict[str, Any]]] = {}
@@ -209,9 +235,28 @@ class _Plan:
         import polars as pl
 
         if self.battle_ids is None:
-            kept = [_battle_ids(self.root / p) for p, t in self.tables.items() if t == "battles"]
+            kept = [_battle_ids(self.files[p]) for p, t in self.tables.items() if t == "battles"]
             self.battle_ids = pl.concat(kept) if kept else pl.DataFrame(schema={"battle_id": pl.String})
         return _battle_ids(self.root / path).join(self.battle_ids, on="battle_id", how="semi").height
+
+    def readable(self, table: str, path: str, rows: int | None) -> tuple[Problem | None, dict[str, Any] | None, int, dict[str, int]]:
+        """The deep check of a part a repair may keep: its footer and every page of its data, as the commands
+        that read it would. What is wrong (a ``row_count`` only is fixed), its schema (None: it cannot be kept),
+        its rows and null counts."""
+        problem, schema = check_part(self.root, table, path, rows, self.unions.get(table, {}))
+        if schema is None or problem is not None and problem.kind != "row_count":
+            return problem, None, 0, {}
+        damaged, found, nulls = read_data(self.root, path)
+        return (damaged, None, 0, {}) if damaged is not None else (problem, schema, found, nulls)
+
+    def missing(self, path: str, rows: int | None) -> None:
+        """A listed part that is not on disk: its entry goes (a link to nothing goes to lost+found, or the next
+        check finds it unlisted)."""
+        lost = f"its {rows:,} rows are" if rows is not None else "its rows are"
+        if (self.root / path).is_symlink():
+            self.move(path, f"listed in {MANIFEST}, but a link to a file that is not there: {lost} not on disk")
+        else:
+            self.changes.append(Change("drop", path, f"listed in {MANIFEST} but missing: {lost} not on disk"))
 
 
 def _battle_ids(file: Path) -> pl.DataFrame:
@@ -220,19 +265,13 @@ def _battle_ids(file: Path) -> pl.DataFrame:
     return pl.read_parquet(file, columns=["battle_id"])
 
 
-def _counts(file: Path) -> tuple[int, dict[str, int]]:
-    """A part's rows and its null count per column (the columns that have nulls), as the manifest keeps them."""
-    import polars as pl
-
-    nulls = pl.scan_parquet(file).null_count().collect()
-    return pl.scan_parquet(file).select(pl.len()).collect().item(), {c: n for c, n in zip(nulls.columns, nulls.row(0)) if n}
-
-
-def _known(root: Path, manifest: dict[str, Any] | None, problems: list[Problem]) -> tuple[list[tuple[str, str, int | None, dict[str, int] | None]], int | None, list[Any]]:
+def _known(root: Path, manifest: dict[str, Any] | None, problems: list[Problem]) -> tuple[list[tuple[str, str, int | None, dict[str, int] | None]], list[str], int | None, list[Any]]:
     """The parts the manifest lists, as (table, path, rows, nulls) — salvaged, without counts, from a text that
-    does not parse —, its generation when known, and its log."""
+    does not parse —, the files it lists under names that are not a part's, its generation when known, and its
+    log."""
     if manifest is not None:
-        return [(e.table, e.path, e.rows, e.nulls) for e in entries(manifest)], manifest["generation"], list(manifest.get("ingests", []))
+        return ([(e.table, e.path, e.rows, e.nulls) for e in entries(manifest)], misnamed(manifest), manifest["generation"],
+                list(manifest.get("ingests", [])))
     if any(p.kind == "manifest_newer" for p in problems):
         raise InputError(f"store {root}: {problems[0].detail}; this version will not rewrite it")
     try:
@@ -240,14 +279,15 @@ def _known(root: Path, manifest: dict[str, Any] | None, problems: list[Problem])
     except OSError:
         text = ""
     named = dict.fromkeys(match.group(1) for match in _LISTED_PATH.finditer(text))
+    parts = [path for path in named if part_generation(path) is not None and TABLE_NAME.fullmatch(path.rsplit("/", 1)[0])]
     generation = _GENERATION.search(text)
     try:  # JSON of another shape may still hold the log
         log = json.loads(text).get("ingests")
     except (ValueError, AttributeError, RecursionError):
         log = None
     named_generation = int(generation.group(1)) if generation else None
-    return ([(path.rsplit("/", 1)[0], path, None, None) for path in named], named_generation if is_count(named_generation) else None,
-            log if isinstance(log, list) else [])
+    return ([(path.rsplit("/", 1)[0], path, None, None) for path in parts], [p for p in named if p not in parts and in_folder(table_of(p), p)],
+            named_generation if is_count(named_generation) else None, log if isinstance(log, list) else [])
 
 
 def _plan(root: Path, adopt_unpublished: bool) -> tuple[_Plan, bool]:
@@ -259,38 +299,47 @@ def _plan(root: Path, adopt_unpublished: bool) -> tuple[_Plan, bool]:
     if manifest is None and not any(part_generation(f) is not None for f in files):
         detail = f": {problems[0].detail}" if problems else ""
         raise InputError(f"no store at {root} to repair (no part files){detail}")
-    known, generation, log = _known(root, manifest, problems)
+    known, renamed, generation, log = _known(root, manifest, problems)
     plan = _Plan(root, log)
     for bad in problems:
         if bad.kind in ("bad_entry", "duplicate_entry"):
             plan.changes.append(Change("drop", bad.path, bad.detail))
     for table, path, rows, nulls in known:
         if not (root / path).is_file():
-            lost = f"its {rows:,} rows are" if rows is not None else "its rows are"
-            if (root / path).is_symlink():  # a link to nothing: set aside, or the next check finds it unlisted
-                plan.move(path, f"listed in {MANIFEST}, but a link to a file that is not there: {lost} not on disk")
-            else:
-                plan.changes.append(Change("drop", path, f"listed in {MANIFEST} but missing: {lost} not on disk"))
+            plan.missing(path, rows)
             continue
-        problem, schema = check_part(root, table, path, rows, plan.unions.get(table, {}))
-        if problem is not None and problem.kind != "row_count" or schema is None:
-            plan.move(path, f"listed, but {problem.detail if problem else path}")
-        elif problem is None and rows is not None:
-            plan.keep(table, path, rows, nulls, schema)
-        else:
-            found, counted = _counts(root / path)
-            plan.keep(table, path, found, counted, schema)
-            if problem is not None:
-                plan.changes.append(Change("fix", path, problem.detail))
-            else:
-                plan.changes.append(Change("keep", path, f"named by the damaged {MANIFEST}; readable, {_plural(found, 'row')}"))
+        problem, schema, found, counted = plan.readable(table, path, rows)
+        if schema is None:
+            plan.set_aside(path, f"listed, but {problem.detail if problem else path}", rows)
+            continue
+        plan.keep(table, path, found, counted, schema)
+        if problem is not None:
+            plan.changes.append(Change("fix", path, problem.detail))
+        elif rows is None:
+            plan.changes.append(Change("keep", path, f"named by the damaged {MANIFEST}; readable, {_plural(found, 'row')}"))
     published = [part_generation(p) or 0 for p in plan.kept]
     if generation is None and not published:  # nothing says what was published: the last generation may not have been
         generation, plan.guessed = max([0, *(part_generation(f) or 0 for f in files)]) - 1, True
     plan.generation = max([generation or 0, *published])
     if manifest is not None and plan.generation > manifest["generation"]:
         plan.changes.append(Change("fix", MANIFEST, f"generation {manifest['generation']} raised to {plan.generation}, that of its parts"))
-    listed = {path for _, path, _, _ in known}
+    for path in renamed:  # a part a user renamed: it gets a part's name of a published generation, as it was published
+        table = table_of(path)
+        if not (root / path).is_file():
+            plan.missing(path, None)
+            continue
+        problem, schema, found, counted = plan.readable(table, path, None)
+        repeated = plan.repeats_battles(path) if schema is not None and table == "battles" else 0
+        if schema is None or repeated:
+            why = problem.detail if problem else f"{repeated:,} of its battles are already stored"
+            plan.set_aside(path, f"listed in {MANIFEST} under a name that is not a part's, and {why}", None)
+            continue
+        name = f"{table}/part-{plan.generation:06d}-{uuid.uuid4().hex[:8]}.parquet"
+        plan.keep(table, name, found, counted, schema, file=path)
+        plan.renames.append((path, name))
+        plan.changes.append(Change("adopt", path, f"listed in {MANIFEST} under a name that is not a part's; a readable part of {table}, "
+                                                  f"{_plural(found, 'row')}: renamed {name}"))
+    listed = {path for _, path, _, _ in known} | set(renamed)
     for file in files:
         path = file.relative_to(root).as_posix()
         part, table = part_generation(path), file.parent.relative_to(root).as_posix()
@@ -305,14 +354,13 @@ def _plan(root: Path, adopt_unpublished: bool) -> tuple[_Plan, bool]:
         elif not TABLE_NAME.fullmatch(table):
             plan.move(path, f"{table}/ is not a table of the store")
         else:
-            problem, schema = check_part(root, table, path, None, plan.unions.get(table, {}))
-            repeated = plan.repeats_battles(path) if problem is None and table == "battles" else 0
-            if problem is not None or schema is None:
+            problem, schema, found, counted = plan.readable(table, path, None)
+            repeated = plan.repeats_battles(path) if schema is not None and table == "battles" else 0
+            if schema is None:
                 plan.move(path, f"not listed, and {problem.detail if problem else path}")
             elif repeated:
                 plan.move(path, f"not listed, and {repeated:,} of its battles are already stored")
             else:
-                found, counted = _counts(file)
                 plan.keep(table, path, found, counted, schema)
                 plan.changes.append(Change("adopt", path, f"not listed in {MANIFEST}; a readable part of {table}, generation {part}, {_plural(found, 'row')}"))
     rewrite = bool(plan.changes) or any(p.error for p in problems)
@@ -332,21 +380,68 @@ def _aside(root: Path, path: str) -> Path:
     return target
 
 
+def _link(source: Path, target: Path) -> None:
+    """A second name for a part (a hard link; a copy where the file system has none): the first stays until the
+    new manifest lists the second."""
+    try:
+        os.link(source, target)
+    except OSError as error:
+        if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV, errno.EMLINK):
+            raise
+        atomic_write(target, lambda tmp: shutil.copyfile(source, tmp))
+
+
 def _apply(plan: _Plan) -> None:
-    """Move the files aside first, then publish the new manifest: a repair killed midway leaves a store that a
-    second repair finishes, and never a manifest that lists a file that was moved."""
+    """Publish the repair in the order that keeps the store consistent whatever step fails: the old manifest is
+    copied to lost+found, renamed parts get their new name beside the old (a link), the new manifest is written
+    atomically (the step that changes the store), then what it no longer lists is moved to lost+found. A failure
+    undoes what was done (files moved back, the old manifest put back), so the store is as before; a repair
+    killed outright leaves a store that a second repair finishes. Last, a renamed part's old name goes: its data
+    has the new name (a copy's old name is moved aside instead)."""
     root = plan.root
+    manifest = root / MANIFEST
+    old = manifest.read_bytes() if manifest.exists() else None
+    linked: list[Path] = []
+    moved: list[tuple[Path, Path]] = []
     with writing(root):
-        for path in plan.moves:
-            target = _aside(root, path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(root / path, target)
-            fsync_dir(target.parent)
-        if (root / MANIFEST).exists():
-            target = _aside(root, MANIFEST)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(target, (root / MANIFEST).read_bytes())
-        atomic_write_bytes(root / MANIFEST, (json.dumps(plan.manifest(), indent=1) + "\n").encode())
+        if old is not None:
+            atomic_write_bytes(_aside(root, MANIFEST), old)
+        try:
+            for source, name in plan.renames:
+                _link(root / source, root / name)
+                linked.append(root / name)
+            atomic_write_bytes(manifest, (json.dumps(plan.manifest(), indent=1) + "\n").encode())
+            copies = [source for source, name in plan.renames if not os.path.samefile(root / source, root / name)]
+            for path in [*plan.moves, *copies]:
+                target = _aside(root, path)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(root / path, target)
+                moved.append((root / path, target))
+                fsync_dir(target.parent)
+        except BaseException:
+            _undo(manifest, old, moved, linked)
+            raise
+        for source, name in plan.renames:
+            with suppress(OSError):  # an old name left behind is a file that is not the store's: a note, nothing more
+                if (root / source).exists() and os.path.samefile(root / source, root / name):
+                    (root / source).unlink()
+
+
+def _undo(manifest: Path, old: bytes | None, moved: list[tuple[Path, Path]], linked: list[Path]) -> None:
+    """Put the store back as it was before a repair that failed midway: the files moved back, the old manifest
+    back (none, if it had none), the new names of renamed parts gone. What cannot be undone (the disk failing
+    still) is left to a second repair, which finishes the first."""
+    try:
+        for source, target in reversed(moved):
+            os.replace(target, source)
+        if old is None:
+            manifest.unlink(missing_ok=True)
+        elif manifest.read_bytes() != old:
+            atomic_write_bytes(manifest, old)
+        for path in linked:
+            path.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def repair_store(store: Path, *, lock_wait: float = 60.0, dry_run: bool = False, adopt_unpublished: bool = False) -> StoreRepair:
@@ -359,4 +454,5 @@ def repair_store(store: Path, *, lock_wait: float = 60.0, dry_run: bool = False,
             _apply(plan)
     tables = _tables(plan.manifest() if rewrite else read_manifest(root)[0])
     settings = {"dry_run": dry_run, "adopt_unpublished": adopt_unpublished}
-    return StoreRepair(root, tuple(plan.changes if rewrite else ()), tables, dry_run, settings=settings, inputs={"files": [], "store": str(root)})
+    return StoreRepair(root, tuple(plan.changes if rewrite else ()), tables, dry_run, plan.battles_aside if rewrite else 0,
+                       settings=settings, inputs={"files": [], "store": str(root)})
