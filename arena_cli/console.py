@@ -76,9 +76,9 @@ class _ClosedPipeProof:
 def guard_closed_pipes() -> None:
     """Make stdout and stderr proof against a reader that stops reading (see :class:`_ClosedPipeProof`)."""
     if not isinstance(sys.stdout, _ClosedPipeProof):
-        sys.stdout = _ClosedPipeProof(sys.stdout)  # type: ignore[assignment]
+        sys.stdout = _ClosedPipeProof(sys.stdout)
     if not isinstance(sys.stderr, _ClosedPipeProof):
-        sys.stderr = _ClosedPipeProof(sys.stderr)  # type: ignore[assignment]
+        sys.stderr = _ClosedPipeProof(sys.stderr)
 
 
 def _discard(stream: IO[str]) -> None:
