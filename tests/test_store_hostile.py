@@ -566,7 +566,7 @@ def test_damage_inside_a_parts_data_is_said_and_repair_sets_the_part_aside(store
     relative = damaged.relative_to(store).as_posix()
     rows = pl.scan_parquet(damaged).select(pl.len()).collect().item()
     flip_data(damaged)
-    assert arena("store", "check", "-s", store).exit_code == 0  # footers only: it cannot see inside the data
+    assert arena("store", "check", "-s", store).exit_code == 0  # footers (and the counts, here all null) only
     before = data_files(store)
     work = readers(store, tmp_path)
     for name in sorted(READ_BY[table]):
@@ -650,8 +650,10 @@ def test_a_listed_part_under_another_name_that_cannot_be_kept_is_set_aside(store
 
 
 def damaged_every_way(root: Path) -> None:
-    """A store a repair must do every kind of step on: a part renamed (linked under a part's name), a part whose data
-    is damaged and an atomic-write temporary (moved to lost+found), the manifest rewritten (its old copy kept)."""
+    """A store a repair must do every kind of step on: a part renamed (linked under a part's name), a part holding
+    invalid counts (split: two parts written, the part moved), a part whose data is damaged and an atomic-write
+    temporary (moved to lost+found), the manifest rewritten (its old copy kept)."""
+    invalid_counts(-1, index=1)(root)
     rename_part("part-1.parquet")(root)
     flip_data(part(root, "quarantine"))
     (root / "battles" / ".part-000009-0000abcd.parquet.k2j3h4.tmp").write_bytes(b"half")
@@ -714,4 +716,69 @@ def test_a_repair_failing_at_any_step_leaves_a_consistent_store_and_loses_nothin
         assert found == set() if result.exit_code == 0 else found in (expected, set()) or lasting, f"call {at}: {found}"
         assert arena("store", "repair", "-s", root).exit_code == 0, f"call {at}"
         assert _problems(root) == set() and before <= set(data_files(root).values()), f"call {at}"
-        assert Store.open(root).rows("battles") == 36, f"call {at}"
+        assert Store.open(root).rows("battles") == 36 - 3, f"call {at}"
+
+
+# ------------------------------------------------------------------------- counts stored before they were checked
+
+
+def invalid_counts(value: int, index: int = 0) -> Callable[[Path], None]:
+    """A battles part rewritten as a store written before counts were checked may hold it: LMArena counts
+    (``meta_tokens_a``, ``meta_h1_b``) on every battle, three of them holding ``value``."""
+
+    def damage(root: Path) -> None:
+        path = part(root, index=index)
+        frame = pl.read_parquet(path).with_columns(
+            pl.when(pl.int_range(pl.len()) < 3).then(pl.lit(value, pl.Int64)).otherwise(10).alias("meta_tokens_a"),
+            pl.lit(2, pl.Int64).alias("meta_h1_b"),
+        )
+        path.unlink()
+        frame.write_parquet(path)
+        edited = manifest(root)  # its manifest entry as the write would have made it: those columns have values
+        nulls = edited["tables"]["battles"][index]["nulls"]
+        for column in ("meta_tokens_a", "meta_h1_b"):
+            nulls.pop(column, None)
+        (root / MANIFEST).write_text(json.dumps(edited, indent=1))
+
+    return damage
+
+
+@pytest.mark.parametrize("value", [-5, 2**53, -(2**62)])
+def test_battles_with_an_invalid_stored_count_are_said_and_quarantined_whole(store, tmp_path, value):
+    """A negative (or too large) count in a store would stop every style fit: `store check` reports the battles,
+    `store repair` moves them to the quarantine (wrong_type, the count named, each battle whole in raw), keeps the
+    others, sets the part aside unchanged, and the style fit works again. Nothing is lost."""
+    invalid_counts(value)(store)
+    damaged = part(store)
+    relative = damaged.relative_to(store).as_posix()
+    ids = set(pl.read_parquet(damaged, columns=["battle_id"])["battle_id"])
+    bad = set(pl.read_parquet(damaged, columns=["battle_id"]).head(3)["battle_id"])
+    fit = ["fit", "-s", store, "--style", "length", "--ci", "none", "--min-battles", "1"]
+    check = arena("store", "check", "-s", store, "-f", "json")
+    problems = json.loads(check.stdout)["tables"]["problems"]
+    assert check.exit_code == 3 and [(p["kind"], p["path"]) for p in problems] == [("invalid_count", relative)]
+    assert "3 battles with a count that is not a whole number" in problems[0]["detail"] and f"meta_tokens_a {value}" in problems[0]["detail"]
+    before = data_files(store)
+    repair = arena("store", "repair", "-s", store, "-f", "json")
+    assert repair.exit_code == 0, repair.output
+    assert json.loads(repair.stdout)["meta"]["battles_quarantined"] == 3 and "3 battles with an invalid count moved to the quarantine" in repair.stderr
+    assert [c["action"] for c in json.loads(repair.stdout)["tables"]["changes"]] == ["quarantine", "rewrite"]
+    assert data_files(store)[f"{LOST_AND_FOUND}/{relative}"] == before[relative]
+    assert arena("store", "check", "-s", store, "--deep").exit_code == 0
+    opened = Store.open(store)
+    rejected = opened.read("quarantine").filter(pl.col("reason") == "wrong_type")
+    assert rejected.height == 3 and rejected["detail"].str.starts_with("meta_tokens_a: not a valid count").all()
+    raws = [json.loads(raw) for raw in rejected["raw"]]
+    assert {r["battle_id"] for r in raws} == bad and all(r["meta_tokens_a"] == value for r in raws)
+    stored = set(opened.read("battles", ["battle_id"])["battle_id"])
+    assert stored.isdisjoint(bad) and ids - bad <= stored
+    assert arena(*fit).exit_code == 0
+
+
+def test_a_plain_check_that_meets_damaged_counts_says_so(store):
+    """The counts are the data a plain check reads: when they do not decode, that is said, not a polars error."""
+    invalid_counts(-5)(store)
+    flip_data(part(store))
+    check = arena("store", "check", "-s", store, "-f", "json")
+    assert check.exit_code == 3, check.output
+    assert [p["kind"] for p in json.loads(check.stdout)["tables"]["problems"]] == ["unreadable_data"]

@@ -47,7 +47,7 @@ PARQUET_MAGIC = b"PAR1"
 KINDS = (
     "manifest_newer", "manifest_missing", "manifest_unreadable", "manifest_format", "manifest_version", "manifest_invalid",
     "bad_entry", "misnamed_part", "missing_part", "unreadable_part", "unreadable_data", "wrong_schema", "duplicate_entry", "unlisted_part", "unpublished_part",
-    "generation", "row_count", "staged_leftover", "unknown_file",
+    "generation", "row_count", "invalid_count", "staged_leftover", "unknown_file",
 )
 
 

@@ -32,11 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 from arena_cli.errors import InputError
 from arena_cli.io.atomic import atomic_write, atomic_write_bytes, fsync_dir
+from arena_cli.io.fields import MAX_COUNT
 from arena_cli.io.manifest import (
     FORMAT,
     FORMAT_VERSION,
     LOST_AND_FOUND,
     MANIFEST,
+    Entry,
     TABLE_NAME,
     TEMPORARY_NAME,
     Problem,
@@ -55,8 +57,10 @@ from arena_cli.io.manifest import (
     read_manifest,
     table_of,
     union_with,
+    unreadable_data,
 )
 from arena_cli.io.store import Store, writing
+from arena_cli.schema import META_COLUMNS, QuarantineReason
 
 if TYPE_CHECKING:
     import polars as pl
@@ -124,6 +128,7 @@ class StoreRepair:
     tables: dict[str, dict[str, int]]
     dry_run: bool = False
     battles_set_aside: int = 0
+    battles_quarantined: int = 0
     settings: dict[str, Any] = field(default_factory=dict)
     filters: dict[str, Any] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)
@@ -135,6 +140,8 @@ class StoreRepair:
         moved = sum(c.action == "move" for c in self.changes)
         battles = f" ({_plural(self.battles_set_aside, 'battle')} set aside)" if self.battles_set_aside else ""
         aside = f"; {_plural(moved, 'file')} {'would be ' if self.dry_run else ''}moved to {self.root / LOST_AND_FOUND}{battles}" if moved else ""
+        if self.battles_quarantined:
+            aside += f"; {_plural(self.battles_quarantined, 'battle')} with an invalid count {'would be ' if self.dry_run else ''}moved to the quarantine"
         return f"repair {'would make' if self.dry_run else 'made'} {_plural(len(self.changes), 'change')} to store {self.root}{aside}"
 
     def to_document(self) -> Document:
@@ -174,8 +181,62 @@ def check_store(store: Path, deep: bool = False) -> StoreCheck:
         raise InputError(f"no store at {root} (no {MANIFEST}, no parts)")
     if manifest is not None:
         problems += listed_problems(root, manifest, deep=True, data=deep) + layout_problems(root, manifest)
+        unreadable = {p.path for p in problems if p.error}
+        problems += [p for e in entries(manifest) if e.table == "battles" and e.path not in unreadable
+                     and (p := _count_problem(root, e)) is not None]
     return StoreCheck(root, tuple(by_importance(problems)), _tables(manifest), settings={"deep": deep},
                       inputs={"files": [], "store": str(root)})
+
+
+def _counts_of(file: Path) -> list[str]:
+    """The ``meta_*`` count columns a battles part stores as integers."""
+    schema = footer(file)[1]
+    return [c for c in META_COLUMNS if c in schema and schema[c].is_integer()]
+
+
+def _invalid(columns: list[str]) -> pl.Expr:
+    """Battles with a ``meta_*`` count that is not a whole number from 0 to 2^53-1: a store written before counts
+    were checked may hold some (a negative count), and every style fit refuses them."""
+    import polars as pl
+
+    return pl.any_horizontal([(pl.col(c) < 0) | (pl.col(c) > MAX_COUNT) for c in columns]).fill_null(False)
+
+
+def _count_problem(root: Path, entry: Entry) -> Problem | None:
+    """A battles part holding battles with an invalid count, read from its count columns only (those the
+    manifest's null counts do not say are empty)."""
+    import polars as pl
+
+    path = entry.path
+    columns = [c for c in _counts_of(root / path) if entry.nulls is None or entry.nulls.get(c, 0) < entry.rows]
+    if not columns:
+        return None
+    try:
+        bad = pl.scan_parquet(root / path).select("battle_id", *columns).filter(_invalid(columns)).collect(engine="streaming")
+    except (OSError, pl.exceptions.PolarsError, pl.exceptions.PanicException) as error:
+        return unreadable_data(path, error)
+    if not bad.height:
+        return None
+    first = bad.row(0, named=True)
+    column = next(c for c in columns if first[c] is not None and not 0 <= first[c] <= MAX_COUNT)
+    return Problem("invalid_count", path, f"{path}: {_plural(bad.height, 'battle')} with a count that is not a whole number from 0 to "
+                                          f"2^53-1 (first: {first['battle_id']}, {column} {first[column]}), which every style fit refuses")
+
+
+def _quarantined(battles: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
+    """Battles with an invalid count as quarantine rows: reason wrong_type, the count named in the detail, the
+    whole battle as JSON in ``raw`` (nothing of it is lost)."""
+    import polars as pl
+
+    from arena_cli.io.canonical import COUNT
+    from arena_cli.schema import QUARANTINE_SCHEMA
+
+    detail = pl.coalesce([pl.when((pl.col(c) < 0) | (pl.col(c) > MAX_COUNT)).then(pl.format(f"{c}: {COUNT}, found in the store: {{}}", pl.col(c)))
+                          for c in columns])
+    return battles.select(
+        pl.col("source_file").cast(pl.String), pl.col("source_row").cast(pl.Int64), pl.lit(QuarantineReason.WRONG_TYPE.value).alias("reason"),
+        detail.alias("detail"), pl.struct(pl.all()).struct.json_encode().alias("raw"), pl.lit(None, pl.Binary).alias("raw_bytes"),
+    ).cast(QUARANTINE_SCHEMA)  # type: ignore[arg-type]
 
 
 # -------------------------------------------------------------------------------------------------- repair
@@ -193,11 +254,15 @@ class _Plan:
     tables: dict[str, str] = field(default_factory=dict)            # path -> table
     files: dict[str, Path] = field(default_factory=dict)            # path -> the file that holds it now
     renames: list[tuple[str, str]] = field(default_factory=list)    # (a listed file's name, the part name it gets)
+    splits: list[tuple[str, str | None, str, pl.DataFrame]] = field(default_factory=list)  # (part, its valid battles', its quarantine's)
+    listed: set[str] = field(default_factory=set)                    # what the manifest listed: moved only once it does not
+    staging: int = 1                                                 # the generation of the parts the repair writes
     moves: list[str] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
     unions: dict[str, dict[str, Any]] = field(default_factory=dict)
     battle_ids: pl.DataFrame | None = None
     battles_aside: int = 0  # battles in the parts moved to lost+found
+    battles_quarantined: int = 0  # battles with an invalid count, moved to the quarantine
 
     def keep(self, table: str, path: str, rows: int, nulls: dict[str, int], schema: dict[str, Any], file: str | None = None) -> None:
         self.kept[path] = {"path": path, "rows": rows, "nulls": nulls}
@@ -248,6 +313,43 @@ class _Plan:
             return problem, None, 0, {}
         damaged, found, nulls = read_data(self.root, path)
         return (damaged, None, 0, {}) if damaged is not None else (problem, schema, found, nulls)
+
+    def new_part(self, table: str) -> str:
+        """A name for a part the repair writes, staged as a writer stages (a generation after every part on disk),
+        so that until its manifest is published it is a leftover of a run that did not finish."""
+        return f"{table}/part-{self.staging:06d}-{uuid.uuid4().hex[:8]}.parquet"
+
+    def split_invalid(self, path: str) -> None:
+        """A battles part kept as it is that holds battles with an invalid count (see :func:`_invalid`): they go to
+        the quarantine, the other battles to a new part, and the part itself to lost+found."""
+        import polars as pl
+
+        source = self.root / path
+        columns = _counts_of(source)
+        if not columns:
+            return
+        invalid = _invalid(columns)
+        bad = pl.scan_parquet(source).filter(invalid).collect()
+        if not bad.height:
+            return
+        good = self.kept.pop(path)["rows"] - bad.height
+        nulls = pl.scan_parquet(source).filter(~invalid).select(pl.all().null_count()).collect(engine="streaming")
+        valid = self.new_part("battles") if good else None
+        if valid is not None:
+            self.kept[valid] = {"path": valid, "rows": good, "nulls": {c: n for c, n in zip(nulls.columns, nulls.row(0)) if n}}
+            self.tables[valid] = "battles"
+        quarantine = _quarantined(bad, columns)
+        rejected = self.new_part("quarantine")
+        self.kept[rejected] = {"path": rejected, "rows": quarantine.height,
+                               "nulls": {c: n for c, n in zip(quarantine.columns, quarantine.null_count().row(0)) if n}}
+        self.tables[rejected] = "quarantine"
+        self.splits.append((path, valid, rejected, quarantine))
+        self.moves.append(path)
+        self.battles_quarantined += bad.height
+        rest = f"its other {_plural(good, 'battle')} kept as {valid}" if valid else "it has no other battle"
+        self.changes.append(Change("quarantine", path, f"{_plural(bad.height, 'battle')} with a count that is not a whole number from 0 to 2^53-1 "
+                                                       f"(which every style fit refuses) moved to the quarantine as {rejected} (reason wrong_type, "
+                                                       f"each battle whole in raw); {rest}; the part itself moved to {LOST_AND_FOUND}/{path}"))
 
     def missing(self, path: str, rows: int | None) -> None:
         """A listed part that is not on disk: its entry goes (a link to nothing goes to lost+found, or the next
@@ -321,6 +423,7 @@ def _plan(root: Path, adopt_unpublished: bool) -> tuple[_Plan, bool]:
     if generation is None and not published:  # nothing says what was published: the last generation may not have been
         generation, plan.guessed = max([0, *(part_generation(f) or 0 for f in files)]) - 1, True
     plan.generation = max([generation or 0, *published])
+    plan.staging = max([plan.generation, *(part_generation(f) or 0 for f in files)]) + 1
     if manifest is not None and plan.generation > manifest["generation"]:
         plan.changes.append(Change("fix", MANIFEST, f"generation {manifest['generation']} raised to {plan.generation}, that of its parts"))
     for path in renamed:  # a part a user renamed: it gets a part's name of a published generation, as it was published
@@ -334,12 +437,12 @@ def _plan(root: Path, adopt_unpublished: bool) -> tuple[_Plan, bool]:
             why = problem.detail if problem else f"{repeated:,} of its battles are already stored"
             plan.set_aside(path, f"listed in {MANIFEST} under a name that is not a part's, and {why}", None)
             continue
-        name = f"{table}/part-{plan.generation:06d}-{uuid.uuid4().hex[:8]}.parquet"
+        name = plan.new_part(table)
         plan.keep(table, name, found, counted, schema, file=path)
         plan.renames.append((path, name))
         plan.changes.append(Change("adopt", path, f"listed in {MANIFEST} under a name that is not a part's; a readable part of {table}, "
                                                   f"{_plural(found, 'row')}: renamed {name}"))
-    listed = {path for _, path, _, _ in known} | set(renamed)
+    plan.listed = listed = {path for _, path, _, _ in known} | set(renamed)
     for file in files:
         path = file.relative_to(root).as_posix()
         part, table = part_generation(path), file.parent.relative_to(root).as_posix()
@@ -363,6 +466,8 @@ def _plan(root: Path, adopt_unpublished: bool) -> tuple[_Plan, bool]:
             else:
                 plan.keep(table, path, found, counted, schema)
                 plan.changes.append(Change("adopt", path, f"not listed in {MANIFEST}; a readable part of {table}, generation {part}, {_plural(found, 'row')}"))
+    for path in [p for p, table in plan.tables.items() if table == "battles" and p in plan.kept and plan.files[p] == root / p]:
+        plan.split_invalid(path)
     rewrite = bool(plan.changes) or any(p.error for p in problems)
     if rewrite:
         why = next((p.detail for p in problems if p.kind.startswith("manifest_")), "rebuilt")
@@ -393,33 +498,50 @@ def _link(source: Path, target: Path) -> None:
 
 def _apply(plan: _Plan) -> None:
     """Publish the repair in the order that keeps the store consistent whatever step fails: the old manifest is
-    copied to lost+found, renamed parts get their new name beside the old (a link), the new manifest is written
-    atomically (the step that changes the store), then what it no longer lists is moved to lost+found. A failure
-    undoes what was done (files moved back, the old manifest put back), so the store is as before; a repair
-    killed outright leaves a store that a second repair finishes. Last, a renamed part's old name goes: its data
-    has the new name (a copy's old name is moved aside instead)."""
+    copied to lost+found; the parts the repair writes are staged as a writer stages them (renamed parts get their
+    new name beside the old, a hard link; a part split for invalid counts, its two new parts); files no manifest
+    lists are moved to lost+found; the new manifest is written atomically (the step that changes the store); then
+    what the old one listed and the new one does not is moved. A failure undoes what was done (files moved back,
+    the old manifest put back, the staged parts removed), so the store is as before; a repair killed outright
+    leaves a store that a second repair finishes. Last, a renamed part's old name goes: its data has the new name
+    (a copy's old name is moved aside instead)."""
+    import polars as pl
+
     root = plan.root
     manifest = root / MANIFEST
     old = manifest.read_bytes() if manifest.exists() else None
-    linked: list[Path] = []
+    created: list[Path] = []
     moved: list[tuple[Path, Path]] = []
+
+    def move(path: str) -> None:
+        target = _aside(root, path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(root / path, target)
+        moved.append((root / path, target))
+        fsync_dir(target.parent)
+
     with writing(root):
         if old is not None:
             atomic_write_bytes(_aside(root, MANIFEST), old)
         try:
             for source, name in plan.renames:
+                created.append(root / name)
                 _link(root / source, root / name)
-                linked.append(root / name)
+            for source, valid, rejected, quarantine in plan.splits:
+                if valid is not None:
+                    created.append(root / valid)
+                    battles = pl.scan_parquet(root / source).filter(~_invalid(_counts_of(root / source)))
+                    atomic_write(root / valid, lambda tmp: battles.collect().write_parquet(tmp, compression="zstd", statistics=True))
+                created.append(root / rejected)
+                atomic_write(root / rejected, lambda tmp: quarantine.write_parquet(tmp, compression="zstd", statistics=True))
+            for path in [p for p in plan.moves if p not in plan.listed]:
+                move(path)
             atomic_write_bytes(manifest, (json.dumps(plan.manifest(), indent=1) + "\n").encode())
             copies = [source for source, name in plan.renames if not os.path.samefile(root / source, root / name)]
-            for path in [*plan.moves, *copies]:
-                target = _aside(root, path)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(root / path, target)
-                moved.append((root / path, target))
-                fsync_dir(target.parent)
+            for path in [*(p for p in plan.moves if p in plan.listed), *copies]:
+                move(path)
         except BaseException:
-            _undo(manifest, old, moved, linked)
+            _undo(manifest, old, moved, created)
             raise
         for source, name in plan.renames:
             with suppress(OSError):  # an old name left behind is a file that is not the store's: a note, nothing more
@@ -427,10 +549,10 @@ def _apply(plan: _Plan) -> None:
                     (root / source).unlink()
 
 
-def _undo(manifest: Path, old: bytes | None, moved: list[tuple[Path, Path]], linked: list[Path]) -> None:
+def _undo(manifest: Path, old: bytes | None, moved: list[tuple[Path, Path]], created: list[Path]) -> None:
     """Put the store back as it was before a repair that failed midway: the files moved back, the old manifest
-    back (none, if it had none), the new names of renamed parts gone. What cannot be undone (the disk failing
-    still) is left to a second repair, which finishes the first."""
+    back (none, if it had none), the parts it staged gone. What cannot be undone (the disk failing still) is
+    left to a second repair, which finishes the first."""
     try:
         for source, target in reversed(moved):
             os.replace(target, source)
@@ -438,7 +560,7 @@ def _undo(manifest: Path, old: bytes | None, moved: list[tuple[Path, Path]], lin
             manifest.unlink(missing_ok=True)
         elif manifest.read_bytes() != old:
             atomic_write_bytes(manifest, old)
-        for path in linked:
+        for path in created:
             path.unlink(missing_ok=True)
     except OSError:
         pass
@@ -455,4 +577,4 @@ def repair_store(store: Path, *, lock_wait: float = 60.0, dry_run: bool = False,
     tables = _tables(plan.manifest() if rewrite else read_manifest(root)[0])
     settings = {"dry_run": dry_run, "adopt_unpublished": adopt_unpublished}
     return StoreRepair(root, tuple(plan.changes if rewrite else ()), tables, dry_run, plan.battles_aside if rewrite else 0,
-                       settings=settings, inputs={"files": [], "store": str(root)})
+                       plan.battles_quarantined if rewrite else 0, settings=settings, inputs={"files": [], "store": str(root)})
