@@ -44,7 +44,7 @@ COUNT = "not a valid count (a whole number from 0 to 2^53-1)"
 
 #: A wrong-type check: (reason, flag, field, detail). The row is bad where ``flag`` (on source columns) holds
 #: and, when a ``field`` is named, its parsed value is null.
-Check = tuple[str, pl.Expr, str | None, str]
+Check = tuple[str, pl.Expr, str | None, "str | pl.Expr"]
 
 
 def field_exprs(schema: pl.Schema, col: dict[str, str], extras: Sequence[str] = ()) -> tuple[dict[str, pl.Expr], list[Check]]:
@@ -178,7 +178,9 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
         if dtype == pl.String:
             decoded["conv_metadata"] = decode_json(batch[col["conv_metadata"]], meta_text_dtype())
             meta_expr, meta_dtype = pl.col("__conv_metadata"), meta_text_dtype()
-            bad.append((QuarantineReason.WRONG_TYPE.value, pl.col(col["conv_metadata"]).is_not_null() & pl.col("__conv_metadata").is_null(), None, f"{col['conv_metadata']}: not an LMArena conv_metadata object"))
+            source_column = col["conv_metadata"]
+            detail = pl.col(source_column).map_elements(lambda text: conv_metadata_problem(text, source_column), return_dtype=pl.String)
+            bad.append((QuarantineReason.WRONG_TYPE.value, pl.col(source_column).is_not_null() & pl.col("__conv_metadata").is_null(), None, detail))
         else:
             meta_expr, meta_dtype = pl.col(col["conv_metadata"]), dtype
         for side in ("a", "b"):
@@ -202,7 +204,8 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
     checks: list[tuple[str, pl.Expr, pl.Expr]] = [  # (reason, condition on the computed columns, detail), first match wins
         (QuarantineReason.MISSING_MODEL.value, pl.col("model_a").is_null() | pl.col("model_b").is_null(), pl.lit("model_a or model_b is missing or empty")),
         (QuarantineReason.UNKNOWN_WINNER.value, pl.col("outcome").is_null(), winner_detail),
-        *[(reason, pl.col(f"__flag{i}") & (pl.col(field).is_null() if field else True), pl.lit(text)) for i, (reason, _, field, text) in enumerate(bad)],
+        *[(reason, pl.col(f"__flag{i}") & (pl.col(field).is_null() if field else True), pl.lit(text) if isinstance(text, str) else text)
+          for i, (reason, _, field, text) in enumerate(bad)],
         (QuarantineReason.SELF_BATTLE.value, pl.col("model_a") == pl.col("model_b"), pl.lit("model_a == model_b")),
     ]
     failed = pl.lit(None, dtype=pl.Int8)
@@ -244,6 +247,33 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
         rejected = empty_quarantine()
     accepted = frame.drop("__failed", RAW, *helpers, strict=False)
     return accepted, rejected
+
+
+def conv_metadata_problem(text: str, column: str) -> str:
+    """Which field of a ``conv_metadata`` JSON text that does not decode is wrong: its first count that is not a
+    number (a list, an object, ``1e999``) or object of counts that is not an object, named by its path. Run on
+    quarantined rows only, so that the detail says what the row's author must fix."""
+    import json
+    import math
+
+    try:
+        meta = json.loads(text)
+    except (ValueError, RecursionError):
+        meta = None
+    if isinstance(meta, dict):
+        for side in ("a", "b"):
+            for path in meta_paths(side).values():
+                value: object = meta
+                for depth, key in enumerate(path):
+                    value = value.get(key) if isinstance(value, dict) else None
+                    if value is None:
+                        break
+                    named = ".".join((column, *path[: depth + 1]))
+                    if depth < len(path) - 1 and not isinstance(value, dict):
+                        return f"{named}: not an object of counts"
+                    if depth == len(path) - 1 and (isinstance(value, (list, dict, bool)) or isinstance(value, float) and not math.isfinite(value)):
+                        return f"{named}: {COUNT}"
+    return f"{column}: not an LMArena conv_metadata object"
 
 
 def raw_records(batch: pl.DataFrame, rows: pl.Series) -> pl.Series:
