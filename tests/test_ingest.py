@@ -482,7 +482,7 @@ COUNT_DETAIL = "not a valid count (a whole number from 0 to 2^53-1)"
     ('{"sum_assistant_b_tokens": 1e999}', f"conv_metadata.sum_assistant_b_tokens: {COUNT_DETAIL}"),
     ('{"sum_assistant_a_tokens": 3, "bold_count_b": {"**": [1]}}', f"conv_metadata.bold_count_b.**: {COUNT_DETAIL}"),
     ('{"list_count_a": {"ordered": {"n": 1}}}', f"conv_metadata.list_count_a.ordered: {COUNT_DETAIL}"),
-    ('{"sum_assistant_b_tokens": 2, "header_count_a": [1, 2], "sum_assistant_a_tokens": [3]}', f"conv_metadata.sum_assistant_a_tokens: {COUNT_DETAIL}"),
+    ('{"sum_assistant_b_tokens": 2, "header_count_a": [1, 2], "sum_assistant_a_tokens": [3]}', "conv_metadata.header_count_a: not an object of counts"),
 ])
 def test_a_conv_metadata_that_does_not_decode_names_its_field(tmp_path, conv_metadata, detail):
     """A count of the wrong JSON type spoils the decoding of the whole object; the detail still names the count."""
@@ -490,3 +490,24 @@ def test_a_conv_metadata_that_does_not_decode_names_its_field(tmp_path, conv_met
     result = read_sources([write_jsonl(tmp_path / "v.jsonl", [row(question_id="ok"), line])])
     assert result.quarantine.select("reason", "detail").rows() == [("wrong_type", detail)]
     assert result.battles["battle_id"].to_list() == ["ok"]
+
+
+@pytest.mark.parametrize(("conv_metadata", "detail"), [
+    ([1, 2], "conv_metadata: not an LMArena conv_metadata object"),
+    ("tokens: 5", "conv_metadata: not an LMArena conv_metadata object"),
+    ({"sum_assistant_a_tokens": 3, "header_count_a": [1, 2]}, "conv_metadata.header_count_a: not an object of counts"),
+    ({"sum_assistant_a_tokens": 3, "list_count_b": 4}, "conv_metadata.list_count_b: not an object of counts"),
+])
+@pytest.mark.parametrize("container", ["jsonl", "parquet"])
+def test_a_conv_metadata_of_one_wrong_shape_throughout_is_said_not_read_as_absent(tmp_path, conv_metadata, detail, container):
+    """When every row's conv_metadata has the same wrong shape, the reader types the column so (a list, a struct
+    whose header counts are a list): its counts are a wrong type, never silently absent."""
+    rows = [{**json.loads(row(question_id=f"bad{i}")), "conv_metadata": conv_metadata} for i in range(2)]
+    if container == "jsonl":
+        path = write_jsonl(tmp_path / "v.jsonl", rows)
+    else:
+        path = tmp_path / "v.parquet"
+        pl.DataFrame(rows).write_parquet(path)
+    result = read_sources([path])
+    assert result.quarantine.select("reason", "detail").rows() == [("wrong_type", detail)] * 2
+    assert result.battles.height == 0

@@ -183,6 +183,7 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
             bad.append((QuarantineReason.WRONG_TYPE.value, pl.col(source_column).is_not_null() & pl.col("__conv_metadata").is_null(), None, detail))
         else:
             meta_expr, meta_dtype = pl.col(col["conv_metadata"]), dtype
+            bad += conv_metadata_shape_checks(col["conv_metadata"], dtype)
         for side in ("a", "b"):
             for count, path in meta_paths(side).items():
                 found = field_path(meta_expr, meta_dtype, path)
@@ -247,6 +248,19 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
         rejected = empty_quarantine()
     accepted = frame.drop("__failed", RAW, *helpers, strict=False)
     return accepted, rejected
+
+
+def conv_metadata_shape_checks(column: str, dtype: pl.DataType) -> list[Check]:
+    """A typed ``conv_metadata`` (parquet, or JSON objects that all share one shape) that is not an object, or whose
+    header, list or bold counts are not objects: no count can be read from it, which is a wrong type, not an
+    absent count."""
+    wrong = QuarantineReason.WRONG_TYPE.value
+    if not isinstance(dtype, pl.Struct):
+        return [(wrong, pl.col(column).is_not_null(), None, f"{column}: not an LMArena conv_metadata object")]
+    fields = {f.name: f.dtype for f in dtype.fields}
+    groups = dict.fromkeys(path[0] for side in ("a", "b") for path in meta_paths(side).values() if len(path) > 1)
+    return [(wrong, pl.col(column).struct.field(name).is_not_null(), None, f"{column}.{name}: not an object of counts")
+            for name in groups if name in fields and not isinstance(fields[name], pl.Struct)]
 
 
 def conv_metadata_problem(text: str, column: str) -> str:
