@@ -782,3 +782,21 @@ def test_a_plain_check_that_meets_damaged_counts_says_so(store):
     check = arena("store", "check", "-s", store, "-f", "json")
     assert check.exit_code == 3, check.output
     assert [p["kind"] for p in json.loads(check.stdout)["tables"]["problems"]] == ["unreadable_data"]
+
+
+def test_a_renamed_part_is_copied_where_the_file_system_has_no_hard_links(store, monkeypatch):
+    """Without hard links the new name is a copy; the old name is then set aside in lost+found, not deleted."""
+    import errno
+
+    def no_links(*args, **kwargs):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    rename_part("part-1.parquet")(store)
+    data = (store / "battles" / "part-1.parquet").read_bytes()
+    monkeypatch.setattr(os, "link", no_links)
+    repair = repair_store(store)
+    monkeypatch.undo()
+    assert [c.action for c in repair.changes] == ["adopt", "rewrite"]
+    assert (store / LOST_AND_FOUND / "battles" / "part-1.parquet").read_bytes() == data
+    assert data in [p.read_bytes() for p in Store.open(store).parts("battles")]
+    assert check_store(store, deep=True).healthy and Store.open(store).rows("battles") == 36
