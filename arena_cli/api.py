@@ -202,12 +202,15 @@ def compare(
         raise InputError("--models/--exclude-models apply to a side that is a store directory; both sides are leaderboard files")
     sides: list[tuple[pl.DataFrame, dict[str, Any], dict[str, Any], dict[str, Any], ScoreDraws | None]] = []
     warnings: list[str] = []
-    for side, where, option, is_store in ((old, old_where, "--old-where", stores[0]), (new, new_where, "--new-where", stores[1])):
+    for name, side, where, option, is_store in (("old", old, old_where, "--old-where", stores[0]), ("new", new, new_where, "--new-where", stores[1])):
         side_filter = dataclasses.replace(filters, where=where, where_option=option)
         if isinstance(side, FitResult):
             result = side
         elif is_store:
-            result = fit(Source(store=Path(side)), chosen, filters=side_filter, features=features, on_progress=on_progress)
+            try:
+                result = fit(Source(store=Path(side)), chosen, filters=side_filter, features=features, on_progress=on_progress)
+            except NoDataError as error:  # the same filters may leave battles on one side and none on the other: say which
+                raise NoDataError(f"{name} side, {_label(side, where)}: {error}") from None
         else:
             if where:
                 raise InputError(f"{option} applies to a store directory; {side} is a leaderboard file")
@@ -392,7 +395,7 @@ def ingest(
     def report(summaries: Sequence[SourceSummary], *notes: str) -> IngestReport:
         return IngestReport(
             store=target.root, summaries=tuple(summaries), settings={"strict": strict, **source.input.as_meta()},
-            inputs={"files": [str(p) for p in paths], "store": str(target.root)}, warnings=(*notes, *source_notes(summaries)),
+            inputs={"files": [str(p) for p in paths], "store": str(target.root)}, warnings=(*notes, *source_notes(summaries, quarantined=True)),
         )
 
     try:
@@ -501,12 +504,13 @@ def feature_list() -> FeatureTable:
     return FeatureTable(frame, kind="feature_list", settings=_feature_versions())
 
 
-def check_store(store: str | os.PathLike[str] | None = None) -> StoreCheck:
+def check_store(store: str | os.PathLike[str] | None = None, *, deep: bool = False) -> StoreCheck:
     """Every problem of a store (``arena store check``): its manifest, each listed part (footers, schemas,
-    row counts) and the files it does not list. ``result.healthy`` is False when it needs a repair."""
+    row counts; with ``deep``, its data read whole) and the files it does not list. ``result.healthy`` is False
+    when it needs a repair."""
     from arena_cli.io.repair import check_store as check
 
-    return check(Source(store=Path(store) if store is not None else None).store_path)
+    return check(Source(store=Path(store) if store is not None else None).store_path, deep=deep)
 
 
 def repair_store(

@@ -129,6 +129,9 @@ _register()
 
 
 def main() -> None:
+    from arena_cli.console import guard_closed_pipes
+
+    guard_closed_pipes()
     try:
         app()
     finally:

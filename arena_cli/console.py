@@ -48,6 +48,39 @@ def write_stdout(data: bytes) -> None:
         _discard(sys.stdout)
 
 
+class _ClosedPipeProof:
+    """A text stream whose reader may stop reading: a write into a closed pipe discards the rest of the output
+    instead of raising. What typer writes itself (``--help``, a usage error) then ends with the command line's
+    own code (0, 2) rather than click's 1 for a broken pipe, as our commands' output does."""
+
+    def __init__(self, stream: IO[str]):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            _discard(self._stream)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            _discard(self._stream)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
+def guard_closed_pipes() -> None:
+    """Make stdout and stderr proof against a reader that stops reading (see :class:`_ClosedPipeProof`)."""
+    if not isinstance(sys.stdout, _ClosedPipeProof):
+        sys.stdout = _ClosedPipeProof(sys.stdout)
+    if not isinstance(sys.stderr, _ClosedPipeProof):
+        sys.stderr = _ClosedPipeProof(sys.stderr)
+
+
 def _discard(stream: IO[str]) -> None:
     """Point ``stream`` at /dev/null, so that what is still buffered (flushed at exit) goes nowhere instead of
     raising BrokenPipeError again (as Python's documentation on SIGPIPE recommends)."""

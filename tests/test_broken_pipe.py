@@ -32,6 +32,9 @@ def _commands(root: Path, log: Path, store: Path) -> dict[str, tuple[list[str], 
         "ingest": (["ingest", str(log), "-s", str(root / "ingested"), "-f", "json"], 0),
         "simulate": (["simulate", "-n", "50", "--no-texts", "-o", str(root / "sim")], 0),
         "version": (["--version"], 0),
+        "help": (["fit", "--help"], 0),  # typer's own output
+        "top help": (["--help"], 0),
+        "store help": (["store", "check", "--help"], 0),
     }
 
 
@@ -53,6 +56,7 @@ def finished(tmp_path_factory) -> dict[str, tuple[int, int, str]]:
     running = {name: (code, _closed_early(args)) for name, (args, code) in _commands(root, log, store).items()}
     # stdout and stderr one closed pipe (``2>&1 | head``), and a warning to write (few rounds)
     running["fit-stderr-too"] = (0, _closed_early(["fit", "-s", str(store), "--rounds", "20", "--workers", "1"], stderr_too=True))
+    running["usage-error-stderr-too"] = (2, _closed_early(["fit", "--no-such-option"], stderr_too=True))  # typer's usage error
     results = {}
     for name, (expected, process) in running.items():
         stderr = process.stderr.read().decode() if process.stderr else ""
@@ -60,7 +64,8 @@ def finished(tmp_path_factory) -> dict[str, tuple[int, int, str]]:
     return results
 
 
-@pytest.mark.parametrize("name", ["info", "fit", "diff", "compare", "matrix", "features", "ingest", "simulate", "version", "fit-stderr-too"])
+@pytest.mark.parametrize("name", ["info", "fit", "diff", "compare", "matrix", "features", "ingest", "simulate", "version", "fit-stderr-too",
+                                  "help", "top help", "store help", "usage-error-stderr-too"])
 def test_a_closed_stdout_ends_the_output_quietly_with_the_commands_own_code(finished, name):
     expected, code, stderr = finished[name]
     assert code == expected, stderr

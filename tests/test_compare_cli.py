@@ -149,8 +149,10 @@ def test_compare_two_slices_of_one_store(store):
     payload = json.loads(result.stdout)
     assert payload["meta"]["settings"]["old"]["where"] == f"timestamp < DATE '{middle}'"
     assert pl.DataFrame(payload["tables"]["changes"])["status"].is_in(["kept", "entered", "left"]).all()
-    empty = run("compare", store, store, "--old-where", "model_a = 'nobody'", *FAST)
-    assert empty.exit_code == ExitCode.NO_DATA
+    for side, where in (("old", "--old-where"), ("new", "--new-where")):  # the error names the side left without battles
+        empty = run("compare", store, store, where, "model_a = 'nobody'", *FAST)
+        assert empty.exit_code == ExitCode.NO_DATA
+        assert f"error: {side} side, {store} [model_a = 'nobody']: no battles left after filtering" in " ".join(empty.stderr.split())
 
 
 # ------------------------------------------------------------------------------------------------- help text

@@ -333,6 +333,7 @@ BAD_WHERE = {
     "turn > avg(turn)": "is not a condition on each battle",
     "ROW_NUMBER() OVER () < 10": "is not a condition on each battle",
     "turn IN (SELECT 1)": "subqueries are not supported",
+    "turn > (SELECT 1)": "subqueries are not supported",
 }
 WHERE_COMMANDS = {
     "info": lambda source, tmp, where: ["info", *source, "--where", where],
@@ -401,6 +402,7 @@ def test_ids_that_name_prompts_are_said_and_content_ids_keep_every_vote(tmp_path
     assert result.exit_code == 0, result.output
     said = " ".join(result.stderr.split())
     assert "question_id probably names prompts" in said and "--map battle_id=" in said
+    assert "were skipped as conflicting duplicates" in said  # a read keeps no quarantine
     duplicates = int(re.search(r"([\d,]+) exact duplicate row\(s\) dropped", said).group(1).replace(",", ""))
     skipped = int(re.search(r"([\d,]+) row\(s\) skipped: conflicting_duplicate", said).group(1).replace(",", ""))
     if command == "info":  # every row counted: kept, an exact duplicate or skipped
@@ -416,7 +418,11 @@ def test_ids_that_name_prompts_are_said_and_content_ids_keep_every_vote(tmp_path
 def test_ingest_says_when_ids_name_prompts(tmp_path):
     path, n = prompt_keyed_log(tmp_path / "battles.jsonl")
     result = arena("ingest", path, "--store", tmp_path / "s", "--format", "json")
-    assert "question_id probably names prompts" in " ".join(result.stderr.split())
+    said = " ".join(result.stderr.split())
+    assert "question_id probably names prompts" in said
+    assert "were quarantined as conflicting duplicates (reason conflicting_duplicate)" in said and "dropped as conflicting" not in said
+    quarantine = Store.open(tmp_path / "s").read("quarantine", ["reason"])  # as the note says: kept, not dropped
+    assert quarantine is not None and set(quarantine["reason"]) == {"conflicting_duplicate"}
     assert any("probably names prompts" in w for w in json.loads(result.stdout)["meta"]["warnings"])
     kept = arena("ingest", path, "--store", tmp_path / "t", "--map", "battle_id=")
     assert kept.exit_code == 0 and Store.open(tmp_path / "t").rows("battles") == n
@@ -449,3 +455,22 @@ def test_no_hint_names_an_option_the_command_lacks(tmp_path):
     result = arena("fit", mapped)
     assert result.exit_code == 3 and "--map model_a=COL" in result.stderr
     assert os.path.exists(mapped)
+
+
+@pytest.mark.parametrize("where", ["turn IN (SELECT 1)", "turn > (SELECT 1)", "EXISTS (SELECT 1)", "NOT EXISTS ( select 2 )",
+                                   "turn = (SELECT max(turn) FROM battles)", "model_a IN (SELECT model_b FROM self WHERE turn > 1)",
+                                   "turn > 1 AND language IN (SELECT 'x')"])
+def test_a_subquery_in_where_is_named_as_one(where):
+    """Not an "aggregate", nor polars' "relation 'battles' was not found": the error says what the construct is."""
+    from arena_cli.errors import InputError
+    from arena_cli.io.battles import where_expression
+
+    with pytest.raises(InputError, match="subqueries are not supported"):
+        where_expression(where)
+
+
+@pytest.mark.parametrize("where", ["language = 'SELECT'", "model_a = '(select x)'", "turn > 1"])
+def test_text_that_reads_select_in_a_literal_is_no_subquery(where):
+    from arena_cli.io.battles import where_expression
+
+    where_expression(where)

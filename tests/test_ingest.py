@@ -483,3 +483,43 @@ def test_lean_parquet_reads_size_their_batches_by_the_columns_read(tmp_path):
     assert options.batch_rows < rows == NARROW_BATCH_BYTES // (3 * SHORT_TEXT_BYTES + 8 * len(counts)) < NARROW_BATCH_ROWS
     columns, rows = read("texts.parquet", names)  # texts are read to be validated
     assert "conversation_a" in columns and rows == options.batch_rows
+
+
+COUNT_DETAIL = "not a valid count (a whole number from 0 to 2^53-1)"
+
+
+@pytest.mark.parametrize(("conv_metadata", "detail"), [
+    ('{"sum_assistant_a_tokens": []}', f"conv_metadata.sum_assistant_a_tokens: {COUNT_DETAIL}"),
+    ('{"sum_assistant_a_tokens": {}}', f"conv_metadata.sum_assistant_a_tokens: {COUNT_DETAIL}"),
+    ('{"sum_assistant_b_tokens": 1e999}', f"conv_metadata.sum_assistant_b_tokens: {COUNT_DETAIL}"),
+    ('{"sum_assistant_a_tokens": 3, "bold_count_b": {"**": [1]}}', f"conv_metadata.bold_count_b.**: {COUNT_DETAIL}"),
+    ('{"list_count_a": {"ordered": {"n": 1}}}', f"conv_metadata.list_count_a.ordered: {COUNT_DETAIL}"),
+    ('{"sum_assistant_b_tokens": 2, "header_count_a": [1, 2], "sum_assistant_a_tokens": [3]}', "conv_metadata.header_count_a: not an object of counts"),
+])
+def test_a_conv_metadata_that_does_not_decode_names_its_field(tmp_path, conv_metadata, detail):
+    """A count of the wrong JSON type spoils the decoding of the whole object; the detail still names the count."""
+    line = row(question_id="bad")[:-1] + f', "conv_metadata": {conv_metadata}}}'
+    result = read_sources([write_jsonl(tmp_path / "v.jsonl", [row(question_id="ok"), line])])
+    assert result.quarantine.select("reason", "detail").rows() == [("wrong_type", detail)]
+    assert result.battles["battle_id"].to_list() == ["ok"]
+
+
+@pytest.mark.parametrize(("conv_metadata", "detail"), [
+    ([1, 2], "conv_metadata: not an LMArena conv_metadata object"),
+    ("tokens: 5", "conv_metadata: not an LMArena conv_metadata object"),
+    ({"sum_assistant_a_tokens": 3, "header_count_a": [1, 2]}, "conv_metadata.header_count_a: not an object of counts"),
+    ({"sum_assistant_a_tokens": 3, "list_count_b": 4}, "conv_metadata.list_count_b: not an object of counts"),
+])
+@pytest.mark.parametrize("container", ["jsonl", "parquet"])
+def test_a_conv_metadata_of_one_wrong_shape_throughout_is_said_not_read_as_absent(tmp_path, conv_metadata, detail, container):
+    """When every row's conv_metadata has the same wrong shape, the reader types the column so (a list, a struct
+    whose header counts are a list): its counts are a wrong type, never silently absent."""
+    rows = [{**json.loads(row(question_id=f"bad{i}")), "conv_metadata": conv_metadata} for i in range(2)]
+    if container == "jsonl":
+        path = write_jsonl(tmp_path / "v.jsonl", rows)
+    else:
+        path = tmp_path / "v.parquet"
+        pl.DataFrame(rows).write_parquet(path)
+    result = read_sources([path])
+    assert result.quarantine.select("reason", "detail").rows() == [("wrong_type", detail)] * 2
+    assert result.battles.height == 0

@@ -122,3 +122,41 @@ def test_forest_plot_draws_an_interval_that_excludes_its_score():
 def test_a_report_from_very_few_rounds_is_written(store, tmp_path):
     result = run("report", "-s", store, "-o", tmp_path / "r.html", "--rounds", "2", "--variants", "none,both")
     assert result.exit_code == 0, result.output
+
+
+def test_a_markdown_report_to_a_device_or_pipe_leaves_its_plots_out_with_a_warning(store, tmp_path):
+    """`-o /dev/stdout`, `/dev/null` or a named pipe has no folder beside it: no `/dev/stdout-forest.png`, no link to
+    an image that is nowhere; the markdown is written in place, and a warning says the plots were left out."""
+    import os
+    import threading
+
+    pipe = tmp_path / "pipe.md"
+    os.mkfifo(pipe)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(pipe.read_bytes()))
+    reader.start()
+    for target in (pipe, Path("/dev/null")):
+        result = run("report", "--store", store, "-o", target, "-f", "markdown", *FAST)
+        assert result.exit_code == 0, result.output
+        message = " ".join(result.stderr.split())
+        assert f"warning: {target} is not a regular file (a device or a pipe)" in message and "3 plot images" in message
+        assert not list(target.parent.glob(f"{target.name}-*")) and not list(target.parent.glob(f"{target.stem}-*.png"))
+    reader.join(timeout=60)
+    assert received and b"Leaderboard: none" in received[0] and b"![" not in received[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe.md"]
+
+
+def test_a_markdown_report_through_a_symbolic_link_has_its_images_beside_the_target(store, tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "links").mkdir()
+    target = tmp_path / "real" / "board.md"
+    target.write_text("old")
+    link = tmp_path / "links" / "latest.md"
+    link.symlink_to(target)
+    result = run("report", "--store", store, "-o", link, *FAST)
+    assert result.exit_code == 0 and "not a regular file" not in result.stderr, result.output
+    assert link.is_symlink()
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", target.read_text())
+    assert images == ["board-slope.png", "board-forest.png", "board-heatmap.png"]
+    assert all((target.parent / name).read_bytes().startswith(b"\x89PNG") for name in images)
+    assert [p.name for p in (tmp_path / "links").iterdir()] == ["latest.md"]

@@ -12,16 +12,19 @@ import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from arena_cli.cli import app
 from arena_cli.features.cache import update_store_features
 from arena_cli.io.ingest import ingest_to_store
-from arena_cli.io.manifest import LOST_AND_FOUND
+from arena_cli.io.manifest import LOST_AND_FOUND, PART_NAME
+from arena_cli.io.repair import check_store, repair_store
 from arena_cli.io.store import MANIFEST, Store
 
 runner = CliRunner()
@@ -112,6 +115,31 @@ def unreadable_together(root: Path) -> None:
         frame.write_parquet(path)
 
 
+def flip_data(path: Path, stride: int = 16) -> None:
+    """Flip one byte in every ``stride`` of a part's pages, its footer left whole (the 4 bytes before the closing
+    magic say its length): the footer checks pass, the data does not decode."""
+    data = bytearray(path.read_bytes())
+    pages_end = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    for offset in range(4 + stride // 2, pages_end, stride):
+        data[offset] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def rename_part(name: str, table: str = "battles") -> Callable[[Path], None]:
+    """The first part of ``table`` renamed to ``name`` (in its folder), and listed so: what a user's ``mv`` and
+    edit of the manifest give."""
+
+    def damage(root: Path) -> None:
+        edited = manifest(root)
+        target = root / table / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (root / first_path(edited, table)).rename(target)
+        edited["tables"][table][0]["path"] = f"{table}/{name}"
+        (root / MANIFEST).write_text(json.dumps(edited, indent=1))
+
+    return damage
+
+
 def copy_as(name: str, table: str = "battles") -> Callable[[Path], None]:
     def damage(root: Path) -> None:
         shutil.copy(part(root, table), root / table / name)
@@ -191,6 +219,8 @@ CASES = [
     Case("a copy of a part under a published name", copy_as("part-000001-ffffffff.parquet"), "unlisted_part", "part-000001-ffffffff.parquet"),
     Case("a part of a later generation", copy_as("part-000009-ffffffff.parquet"), "unpublished_part", "the manifest went back"),
     Case("garbage named like a published part", write_file("battles/part-000002-0000beef.parquet", b"not parquet"), "unlisted_part", "part-000002-0000beef"),
+    Case("listed part renamed to another name", rename_part("part-1.parquet"), "misnamed_part", "battles/part-1.parquet is not named as a part is"),
+    Case("listed part moved into a subfolder", rename_part("old/part-000001-0000beef.parquet"), "misnamed_part", "battles/old/part-000001-0000beef.parquet"),
     Case("truncated part", truncate, "unreadable_part", "truncated or not parquet"),
     Case("zero-byte part", lambda r: part(r).write_bytes(b""), "unreadable_part", "it is empty (0 bytes)"),
     Case("quarantine part truncated", lambda r: part(r, "quarantine").write_bytes(b"PAR1"), "unreadable_part", "quarantine/part-"),
@@ -258,8 +288,9 @@ def test_check_names_the_problem_and_repair_fixes_it_deleting_nothing(case, stor
         return
     assert repair.exit_code == 0, repair.output
     after = data_files(store)
-    for path, digest in damaged.items():  # each file kept, or moved aside with its bytes
-        assert after.get(path) == digest or after.get(f"{LOST_AND_FOUND}/{path}") == digest, path
+    renamed = {c["path"] for c in json.loads(repair.stdout)["tables"]["changes"] if c["action"] == "adopt" and "renamed" in c["detail"]}
+    for path, digest in damaged.items():  # each file kept, moved aside or given a part's name, with its bytes
+        assert digest in (after.get(path), after.get(f"{LOST_AND_FOUND}/{path}")) or path in renamed and digest in after.values(), path
     assert arena("store", "check", "-s", store).exit_code == 0
     again = arena("store", "repair", "-s", store)
     assert again.exit_code == 0 and "nothing to repair" in again.stderr and data_files(store) == after
@@ -276,7 +307,7 @@ def test_check_names_the_problem_and_repair_fixes_it_deleting_nothing(case, stor
 def _readable_battles(root: Path) -> dict[str, set[str]]:
     """The battle ids of every battles part file that polars can read with its ids, by file name."""
     found = {}
-    for path in sorted((root / "battles").glob("part-*.parquet")):
+    for path in sorted((root / "battles").rglob("*.parquet")):
         try:
             found[path.name] = set(pl.read_parquet(path, columns=["battle_id"])["battle_id"])
         except Exception:
@@ -497,3 +528,275 @@ def test_a_killed_runs_part_is_adopted_only_when_asked(store):
     ids = Store.open(store).read("battles", ["battle_id"])["battle_id"]
     assert ids.is_unique().all() and ids.len() == 36 + frame.height
     assert (store / LOST_AND_FOUND / "battles" / "part-000005-0000dcba.parquet").exists()
+
+
+# ------------------------------------------------------------------------------------ damage inside the data
+
+
+def readers(root: Path, work: Path) -> dict[str, list]:
+    """Every command that reads the store, as it would read it (features cached, a style fit uses them)."""
+    few = ["--min-battles", "1"]
+    return {
+        **commands(root, work),
+        "fit": ["fit", "-s", root, "--style", "both", "--ci", "none", *few],
+        "diff": ["diff", "-s", root, "--rounds", "2", *few],
+        "matrix": ["matrix", "-s", root, *few],
+        "report": ["report", "-s", root, "-o", work / "report.html", "--rounds", "2", *few],
+        "judges": ["judges", "-s", root, *few],
+        "compare": ["compare", root, root, *few],
+        "export quarantine": ["export", "-s", root, "--table", "quarantine", "-o", work / "rejected.csv"],
+        "features -o": ["features", "-s", root, "-o", work / "features.csv"],
+    }
+
+
+#: Per damaged table, the readers that read it.
+READ_BY = {
+    "battles": {"info", "fit", "export", "features", "ingest", "diff", "matrix", "report", "judges", "compare", "features -o"},
+    "quarantine": {"info", "ingest", "report", "export quarantine"},
+    "features/tokens-cl100k_base-v1": {"info", "fit", "diff", "report", "features", "features -o"},
+}
+
+
+@pytest.mark.parametrize("table", sorted(READ_BY))
+def test_damage_inside_a_parts_data_is_said_and_repair_sets_the_part_aside(store, tmp_path, table):
+    """Flipped bytes in a part's pages: its footer reads, so opening the store finds nothing; whatever command then
+    reads the part exits 3 with one line naming it and `store check --deep` (never a polars error, exit 1);
+    `store check --deep` reports it, `store repair` moves it to lost+found, and every command works again."""
+    damaged = part(store, table)
+    relative = damaged.relative_to(store).as_posix()
+    rows = pl.scan_parquet(damaged).select(pl.len()).collect().item()
+    flip_data(damaged)
+    assert arena("store", "check", "-s", store).exit_code == 0  # footers (and the counts, here all null) only
+    before = data_files(store)
+    work = readers(store, tmp_path)
+    for name in sorted(READ_BY[table]):
+        result = arena(*work[name])
+        assert result.exception is None or isinstance(result.exception, SystemExit), f"{name}: {result.output}"
+        lines = result.stderr.strip().splitlines()
+        assert result.exit_code == 3 and len(lines) == 1, f"{name}: {result.output}"
+        assert f"{relative}: its data cannot be read (" in lines[0] and f"`arena store check --deep --store {store}`" in lines[0], name
+        assert data_files(store) == before, name
+    deep = arena("store", "check", "-s", store, "--deep", "-f", "json")
+    assert deep.exit_code == 3 and "arena store repair --store" in deep.stderr
+    assert [(p["kind"], p["path"]) for p in json.loads(deep.stdout)["tables"]["problems"]] == [("unreadable_data", relative)]
+    repair = arena("store", "repair", "-s", store, "-f", "json")
+    assert repair.exit_code == 0, repair.output
+    aside = rows if table == "battles" else 0
+    assert json.loads(repair.stdout)["meta"]["battles_set_aside"] == aside
+    assert (f"({aside} battles set aside)" in repair.stderr) == bool(aside)
+    assert data_files(store)[f"{LOST_AND_FOUND}/{relative}"] == before[relative]
+    assert arena("store", "check", "-s", store, "--deep").exit_code == 0
+    assert Store.open(store).rows("battles") == 36 - aside
+    for name in ("info", "fit", "export"):  # the rest of the store is read as before
+        assert arena(*work[name]).exit_code == 0, name
+
+
+# ---------------------------------------------------------------------------------- parts under other names
+
+
+#: Names a user may give a part: anything a file in the table's folder can be called but a part's own name.
+other_names = st.one_of(
+    st.text(st.characters(codec="utf-8", exclude_characters="/\\\x00"), min_size=1, max_size=24),
+    st.builds(lambda stem, suffix: stem + suffix, st.from_regex(r"part-[0-9]{1,8}(-[0-9a-fA-F]{0,9})?", fullmatch=True),
+              st.sampled_from([".parquet", ".PARQUET", ".parquet.bak", "", ".tmp"])),
+    st.builds(lambda folder, name: f"{folder}/{name}", st.sampled_from(["old", "2024", "a b"]),
+              st.sampled_from(["part-000001-0000beef.parquet", "x.parquet"])),
+).filter(lambda name: name not in (".", "..") and PurePosixPath(name).as_posix() == name and not PART_NAME.fullmatch(name)
+         and ".." not in PurePosixPath(name).parts and len(name.encode()) < 200)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=other_names)
+def test_a_listed_part_under_any_other_name_keeps_its_battles(base, tmp_path_factory, name):
+    """A part a user renamed (and listed so) is damage every command names; repair gives it back a part's name,
+    so that not one of its battles stops being counted, and deletes nothing."""
+    root = tmp_path_factory.mktemp("renamed") / "store"
+    shutil.copytree(base, root)
+    digest = hashlib.sha256(part(root).read_bytes()).hexdigest()
+    rename_part(name)(root)
+    before = set(data_files(root).values())
+    assert [(p.kind, p.path) for p in check_store(root).problems if p.error] == [("misnamed_part", f"battles/{name}")]
+    repair = repair_store(root)
+    adopted = [c for c in repair.changes if c.action == "adopt"]
+    assert [c.path for c in adopted] == [f"battles/{name}"] and "renamed battles/part-" in adopted[0].detail
+    assert check_store(root, deep=True).healthy
+    assert not (root / "battles" / name).exists()
+    assert before <= set(data_files(root).values())
+    listed = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in Store.open(root).parts("battles")}
+    assert digest in listed.values()
+    ids = Store.open(root).read("battles", ["battle_id"])["battle_id"]
+    assert ids.len() == 36 and ids.is_unique().all()
+
+
+@pytest.mark.parametrize(("damage", "why"), [(lambda p: p.write_bytes(b"not parquet"), "truncated or not parquet"),
+                                              (flip_data, "its data cannot be read"),
+                                              (lambda p: shutil.copy(p.parent / "part-000002-copy", p), "of its battles are already stored")],
+                         ids=["not parquet", "damaged data", "a copy"])
+def test_a_listed_part_under_another_name_that_cannot_be_kept_is_set_aside(store, damage, why):
+    rename_part("part-1.parquet")(store)
+    renamed = store / "battles" / "part-1.parquet"
+    shutil.copy(part(store, index=1), store / "battles" / "part-000002-copy")  # the copy's source, not the store's (unknown)
+    damage(renamed)
+    (store / "battles" / "part-000002-copy").unlink()
+    bytes_before = renamed.read_bytes()
+    repair = repair_store(store)
+    moved = [c for c in repair.changes if c.action == "move"]
+    assert [c.path for c in moved] == ["battles/part-1.parquet"] and why in moved[0].detail
+    assert (store / LOST_AND_FOUND / "battles" / "part-1.parquet").read_bytes() == bytes_before
+    assert check_store(store, deep=True).healthy
+
+
+# ------------------------------------------------------------------------------- a repair that fails midway
+
+
+def damaged_every_way(root: Path) -> None:
+    """A store a repair must do every kind of step on: a part renamed (linked under a part's name), a part holding
+    invalid counts (split: two parts written, the part moved), a part whose data is damaged and an atomic-write
+    temporary (moved to lost+found), the manifest rewritten (its old copy kept)."""
+    invalid_counts(-1, index=1)(root)
+    rename_part("part-1.parquet")(root)
+    flip_data(part(root, "quarantine"))
+    (root / "battles" / ".part-000009-0000abcd.parquet.k2j3h4.tmp").write_bytes(b"half")
+
+
+class FailingDisk:
+    """Every file-system call a repair makes (rename, link, fsync, mkdir, unlink) counted; the ``at``-th fails with
+    an I/O error, and with ``lasting`` every one after it too (a disk that went read-only)."""
+
+    CALLS = ("replace", "rename", "link", "fsync", "mkdir", "unlink")
+
+    def __init__(self, monkeypatch, at: int, lasting: bool = False):
+        import errno
+
+        self.calls, self.failed = 0, False
+
+        def failing(real):
+            def call(*args, **kwargs):
+                self.calls += 1
+                if self.calls == at or lasting and self.calls > at:
+                    self.failed = True
+                    raise OSError(errno.EIO, "Input/output error")
+                return real(*args, **kwargs)
+
+            return call
+
+        for name in self.CALLS:
+            monkeypatch.setattr(os, name, failing(getattr(os, name)))
+
+
+def _problems(root: Path) -> set[tuple[str, str]]:
+    return {(p.kind, p.path) for p in check_store(root, deep=True).problems if p.error}
+
+
+@pytest.mark.parametrize("lasting", [False, True], ids=["one failure", "failing from then on"])
+def test_a_repair_failing_at_any_step_leaves_a_consistent_store_and_loses_nothing(base, tmp_path, monkeypatch, lasting):
+    """Fail each file-system call of a repair in turn: the repair is exit 3, the store is as it was (the same
+    problems, no new one: no listed part sits in lost+found) or repaired, no file's bytes are lost, and a second
+    repair finishes the job."""
+    template = tmp_path / "template"
+    shutil.copytree(base, template)
+    damaged_every_way(template)
+    expected = _problems(template)
+    with monkeypatch.context() as counting:
+        disk = FailingDisk(counting, at=0)
+        repair_store(template / ".." / "template")
+        total = disk.calls
+    assert total > 10
+    for at in range(1, total + 1):
+        root = tmp_path / f"at-{at}"
+        shutil.copytree(base, root)
+        damaged_every_way(root)
+        before = set(data_files(root).values())
+        with monkeypatch.context() as failing:
+            disk = FailingDisk(failing, at, lasting)
+            result = arena("store", "repair", "-s", root)
+        assert result.exit_code in ((3, 0) if disk.failed else (0,)), f"call {at}: {result.output}"  # 0: a last step's failure is a note
+        assert before <= set(data_files(root).values()), f"call {at}: a file's bytes are gone"
+        found = _problems(root)
+        assert found == set() if result.exit_code == 0 else found in (expected, set()) or lasting, f"call {at}: {found}"
+        assert arena("store", "repair", "-s", root).exit_code == 0, f"call {at}"
+        assert _problems(root) == set() and before <= set(data_files(root).values()), f"call {at}"
+        assert Store.open(root).rows("battles") == 36 - 3, f"call {at}"
+
+
+# ------------------------------------------------------------------------- counts stored before they were checked
+
+
+def invalid_counts(value: int, index: int = 0) -> Callable[[Path], None]:
+    """A battles part rewritten as a store written before counts were checked may hold it: LMArena counts
+    (``meta_tokens_a``, ``meta_h1_b``) on every battle, three of them holding ``value``."""
+
+    def damage(root: Path) -> None:
+        path = part(root, index=index)
+        frame = pl.read_parquet(path).with_columns(
+            pl.when(pl.int_range(pl.len()) < 3).then(pl.lit(value, pl.Int64)).otherwise(10).alias("meta_tokens_a"),
+            pl.lit(2, pl.Int64).alias("meta_h1_b"),
+        )
+        path.unlink()
+        frame.write_parquet(path)
+        edited = manifest(root)  # its manifest entry as the write would have made it: those columns have values
+        nulls = edited["tables"]["battles"][index]["nulls"]
+        for column in ("meta_tokens_a", "meta_h1_b"):
+            nulls.pop(column, None)
+        (root / MANIFEST).write_text(json.dumps(edited, indent=1))
+
+    return damage
+
+
+@pytest.mark.parametrize("value", [-5, 2**53, -(2**62)])
+def test_battles_with_an_invalid_stored_count_are_said_and_quarantined_whole(store, tmp_path, value):
+    """A negative (or too large) count in a store would stop every style fit: `store check` reports the battles,
+    `store repair` moves them to the quarantine (wrong_type, the count named, each battle whole in raw), keeps the
+    others, sets the part aside unchanged, and the style fit works again. Nothing is lost."""
+    invalid_counts(value)(store)
+    damaged = part(store)
+    relative = damaged.relative_to(store).as_posix()
+    ids = set(pl.read_parquet(damaged, columns=["battle_id"])["battle_id"])
+    bad = set(pl.read_parquet(damaged, columns=["battle_id"]).head(3)["battle_id"])
+    fit = ["fit", "-s", store, "--style", "length", "--ci", "none", "--min-battles", "1"]
+    check = arena("store", "check", "-s", store, "-f", "json")
+    problems = json.loads(check.stdout)["tables"]["problems"]
+    assert check.exit_code == 3 and [(p["kind"], p["path"]) for p in problems] == [("invalid_count", relative)]
+    assert "3 battles with a count that is not a whole number" in problems[0]["detail"] and f"meta_tokens_a {value}" in problems[0]["detail"]
+    before = data_files(store)
+    repair = arena("store", "repair", "-s", store, "-f", "json")
+    assert repair.exit_code == 0, repair.output
+    assert json.loads(repair.stdout)["meta"]["battles_quarantined"] == 3 and "3 battles with an invalid count moved to the quarantine" in repair.stderr
+    assert [c["action"] for c in json.loads(repair.stdout)["tables"]["changes"]] == ["quarantine", "rewrite"]
+    assert data_files(store)[f"{LOST_AND_FOUND}/{relative}"] == before[relative]
+    assert arena("store", "check", "-s", store, "--deep").exit_code == 0
+    opened = Store.open(store)
+    rejected = opened.read("quarantine").filter(pl.col("reason") == "wrong_type")
+    assert rejected.height == 3 and rejected["detail"].str.starts_with("meta_tokens_a: not a valid count").all()
+    raws = [json.loads(raw) for raw in rejected["raw"]]
+    assert {r["battle_id"] for r in raws} == bad and all(r["meta_tokens_a"] == value for r in raws)
+    stored = set(opened.read("battles", ["battle_id"])["battle_id"])
+    assert stored.isdisjoint(bad) and ids - bad <= stored
+    assert arena(*fit).exit_code == 0
+
+
+def test_a_plain_check_that_meets_damaged_counts_says_so(store):
+    """The counts are the data a plain check reads: when they do not decode, that is said, not a polars error."""
+    invalid_counts(-5)(store)
+    flip_data(part(store))
+    check = arena("store", "check", "-s", store, "-f", "json")
+    assert check.exit_code == 3, check.output
+    assert [p["kind"] for p in json.loads(check.stdout)["tables"]["problems"]] == ["unreadable_data"]
+
+
+def test_a_renamed_part_is_copied_where_the_file_system_has_no_hard_links(store, monkeypatch):
+    """Without hard links the new name is a copy; the old name is then set aside in lost+found, not deleted."""
+    import errno
+
+    def no_links(*args, **kwargs):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    rename_part("part-1.parquet")(store)
+    data = (store / "battles" / "part-1.parquet").read_bytes()
+    monkeypatch.setattr(os, "link", no_links)
+    repair = repair_store(store)
+    monkeypatch.undo()
+    assert [c.action for c in repair.changes] == ["adopt", "rewrite"]
+    assert (store / LOST_AND_FOUND / "battles" / "part-1.parquet").read_bytes() == data
+    assert data in [p.read_bytes() for p in Store.open(store).parts("battles")]
+    assert check_store(store, deep=True).healthy and Store.open(store).rows("battles") == 36

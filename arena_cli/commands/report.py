@@ -41,6 +41,7 @@ def report_command(
     from arena_cli.console import info
     from arena_cli.io.atomic import writable_file
     from arena_cli.render import emit
+    from arena_cli.render.emit import image_file
 
     writable_file(output)
     with progress_bar("bootstrap of every variant") as on_progress:
@@ -48,6 +49,10 @@ def report_command(
             source, choice.variants, baseline=choice.baseline, top_k=choice.top_k, options=options, filters=filters,
             features=features, on_progress=on_progress,
         )
-    warn_all(report.warnings)
-    written = emit(report.to_document(), output_format, output)
+    document = report.to_document()
+    written = emit(document, output_format, output)
+    left_out = written is OutputFormat.markdown and bool(document.figures) and image_file(output) is None
+    warn_all((*report.warnings, *([f"{output} is not a regular file (a device or a pipe): the markdown report has no folder beside it "
+                                   f"for its {len(document.figures)} plot images, so they are left out; write it to a file "
+                                   "(-o report.md) to have them, or use html (-f html), which holds them inline"] if left_out else [])))
     info(f"wrote {written.value} report to {output}")

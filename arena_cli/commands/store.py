@@ -11,7 +11,11 @@ from arena_cli.commands.output import Output, output_options, show
 
 
 @output_options
-def check_command(output: Output, store: StoreOption = None) -> None:
+def check_command(
+    output: Output,
+    store: StoreOption = None,
+    deep: Annotated[bool, typer.Option("--deep", help="Also read every part's data whole (slower): finds damage inside the data, which footers do not show.")] = False,
+) -> None:
     """Check the store: its manifest, every part it lists (footers, schemas, row counts) and unlisted files.
 
     Prints the problems found; exit 0 when the store is consistent, 3 when it is not.
@@ -20,7 +24,7 @@ def check_command(output: Output, store: StoreOption = None) -> None:
     from arena_cli.console import info
     from arena_cli.errors import InputError
 
-    check = api.check_store(store)
+    check = api.check_store(store, deep=deep)
     show(check, output)
     if not check.healthy:
         if any(p.kind == "manifest_newer" for p in check.problems):  # not this version's to rewrite

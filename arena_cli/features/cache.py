@@ -203,12 +203,9 @@ def update_store_features(
     text = metadata = without = 0
     done: set[str] = set()
     if pending.height:
-        for part in store.parts("battles"):
-            scan = pl.scan_parquet(part)
-            present = set(scan.collect_schema().names())
+        for part in store.scan_parts("battles", [*KEYS, *INPUT_COLUMNS]):
             battles = (
-                scan.select([c for c in [*KEYS, *INPUT_COLUMNS] if c in present])
-                .join(pending.lazy(), on=KEYS, how="inner")
+                part.join(pending.lazy(), on=KEYS, how="inner")
                 .unique(KEYS, keep="first", maintain_order=True)
                 .collect()
             )

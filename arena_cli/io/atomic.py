@@ -59,7 +59,7 @@ def writable_file(path: Path) -> Path:
     path = Path(path)
     if path.is_dir():
         raise InputError(f"cannot write {path}: it is a directory (give a file name)")
-    if _written_in_place(path):
+    if written_in_place(path):
         if not os.access(path, os.W_OK):
             raise InputError(f"cannot write {path}: permission denied")
         return path
@@ -67,7 +67,7 @@ def writable_file(path: Path) -> Path:
     return path
 
 
-def _written_in_place(path: Path) -> bool:
+def written_in_place(path: Path) -> bool:
     """Whether ``path`` is an existing file that is not a regular one (``/dev/stdout``, ``/dev/null``, a terminal, a
     named pipe): it is written where it is, as a shell's ``>`` does. Replacing it by a regular file, as an atomic
     write would, would break it for every other program."""
@@ -99,7 +99,7 @@ def write_output(path: Path, write: Callable[[Path], object]) -> None:
     is followed (its target is replaced, the link stays); a device or pipe is written in place."""
     path = Path(path)
     try:
-        if _written_in_place(path):
+        if written_in_place(path):
             _write_in_place(path, write)
         else:
             atomic_write(path.resolve(), write)

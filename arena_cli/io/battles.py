@@ -14,7 +14,7 @@ from typing import Generic, TypeVar
 
 import polars as pl
 
-from arena_cli.errors import InputError, NoDataError
+from arena_cli.errors import ArenaError, InputError, NoDataError
 from arena_cli.io.options import BattleFilter, Source
 from arena_cli.schema import BATTLE_SCHEMA, Frame
 
@@ -37,12 +37,19 @@ def where_expression(where: str, option: str = "--where") -> pl.Expr:
     try:
         condition = pl.sql_expr(where)
     except Exception as error:
+        if _SUBQUERY.search(where):  # polars looks for the table it reads first ("relation 'battles' was not found")
+            raise InputError(f"{option} {where!r}: subqueries are not supported") from None
         raise InputError(f"cannot parse {option} {where!r}: {_short_reason(error)}") from None
-    if any(name.startswith("_POLARS_") for name in condition.meta.root_names()):
+    beyond = _beyond_the_battle(condition)
+    if beyond == "subquery" or any(name.startswith("_POLARS_") for name in condition.meta.root_names()):
         raise InputError(f"{option} {where!r}: subqueries are not supported")
-    if not _per_battle(condition):
+    if beyond is not None:
         raise InputError(f"{option} {where!r} is not a condition on each battle: aggregates (count, sum, avg, ...) and windows (OVER) are not supported")
     return condition
+
+
+#: ``(SELECT``, ``EXISTS (SELECT``: a subquery, which polars cannot parse when it names a table.
+_SUBQUERY = re.compile(r"\(\s*select\b", re.IGNORECASE)
 
 
 def _short_reason(error: Exception) -> str:
@@ -55,22 +62,27 @@ def _short_reason(error: Exception) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def _per_battle(condition: pl.Expr) -> bool:
-    """Whether no part of ``condition`` looks at other rows (an aggregate, a row count, a window). Read from its
-    serialised tree; where polars cannot serialise it, the condition is taken as it is."""
+def _beyond_the_battle(condition: pl.Expr) -> str | None:
+    """What part of ``condition`` looks at other rows than the battle's own: ``"subquery"`` (a query of its own),
+    ``"aggregate"`` (an aggregate, a row count, a window), or None. Read from its serialised tree; where polars
+    cannot serialise it, the condition is taken as it is."""
     try:
         tree = json.loads(condition.meta.serialize(format="json"))
     except Exception:
-        return True
+        return None
 
-    def per_row(node: object) -> bool:
+    def found(node: object) -> str | None:
         if isinstance(node, dict):
-            return all(key not in ("Agg", "Over", "Window", "Len") and (key == "Literal" or per_row(value)) for key, value in node.items())
+            if "SubPlan" in node:
+                return "subquery"
+            if any(key in ("Agg", "Over", "Window", "Len") for key in node):
+                return "aggregate"
+            return next((kind for key, value in node.items() if key != "Literal" and (kind := found(value))), None)
         if isinstance(node, list):
-            return all(per_row(item) for item in node)
-        return node != "Len"
+            return next((kind for item in node if (kind := found(item))), None)
+        return "aggregate" if node == "Len" else None
 
-    return per_row(tree)
+    return found(tree)
 
 
 def check_where(where: str, condition: pl.Expr, schema: pl.Schema, option: str = "--where") -> None:
@@ -144,7 +156,7 @@ def load_battle_parts(
         result = read_sources(list(source.files), source.input, columns=wanted, map_batch=narrowed)
         if not sum(s.stored for s in result.summaries):
             raise NoDataError(nothing_read(result.summaries, result.quarantine))
-        notes = (*dropped_rows(result.summaries, result.quarantine), *source_notes(result.summaries))
+        notes = (*dropped_rows(result.summaries, result.quarantine), *source_notes(result.summaries, quarantined=False))
         return Loaded([result.battles], (*notes, *named.warnings()))
     from arena_cli.io.store import Store
 
@@ -197,6 +209,8 @@ def _filtered(part: Frame, filters: BattleFilter, condition: pl.Expr | None) -> 
             if isinstance(part, pl.LazyFrame):  # evaluated here, on its own columns: errors surface now, not mid-command
                 part.select(condition.sum()).collect()
             part = part.filter(condition)
+        except ArenaError:  # a store part found damaged as the condition read it: said as such
+            raise
         except Exception as error:
             raise InputError(f"{filters.where_option} {where!r} failed: {_short_reason(error)}") from None
     if filters.models:

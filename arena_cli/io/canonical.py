@@ -44,7 +44,7 @@ COUNT = "not a valid count (a whole number from 0 to 2^53-1)"
 
 #: A wrong-type check: (reason, flag, field, detail). The row is bad where ``flag`` (on source columns) holds
 #: and, when a ``field`` is named, its parsed value is null.
-Check = tuple[str, pl.Expr, str | None, str]
+Check = tuple[str, pl.Expr, str | None, "str | pl.Expr"]
 
 
 def field_exprs(schema: pl.Schema, col: dict[str, str], extras: Sequence[str] = ()) -> tuple[dict[str, pl.Expr], list[Check]]:
@@ -68,11 +68,17 @@ def field_exprs(schema: pl.Schema, col: dict[str, str], extras: Sequence[str] = 
 
 def typed_meta(schema: pl.Schema, col: dict[str, str]) -> tuple[dict[str, pl.Expr], list[Check]]:
     """LMArena's per-side counts of a typed (parquet) ``conv_metadata`` struct, with their checks (see
-    :func:`meta_fields`); none when the plan maps no such struct (a column of another type holds no count)."""
-    if "conv_metadata" not in col or not isinstance(schema[col["conv_metadata"]], pl.Struct):
+    :func:`meta_fields`) after those of its shape (:func:`conv_metadata_shape_checks`); none when the plan maps
+    no typed ``conv_metadata``."""
+    if "conv_metadata" not in col or schema[col["conv_metadata"]] == pl.String:
         return {}, []
     name = col["conv_metadata"]
-    return meta_fields(pl.col(name), schema[name], name)
+    dtype = schema[name]
+    shape = conv_metadata_shape_checks(name, dtype)
+    if not isinstance(dtype, pl.Struct):
+        return {}, shape
+    out, bad = meta_fields(pl.col(name), dtype, name)
+    return out, [*shape, *bad]
 
 
 def meta_fields(meta: pl.Expr, dtype: pl.DataType, name: str) -> tuple[dict[str, pl.Expr], list[Check]]:
@@ -200,7 +206,8 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
     if "conv_metadata" in col and schema[col["conv_metadata"]] == pl.String:  # JSON text (JSON and CSV sources)
         name = col["conv_metadata"]
         decoded["conv_metadata"] = decode_json(batch[name], meta_text_dtype())
-        bad.append((QuarantineReason.WRONG_TYPE.value, pl.col(name).is_not_null() & pl.col("__conv_metadata").is_null(), None, f"{name}: not an LMArena conv_metadata object"))
+        detail = pl.col(name).map_elements(lambda text: conv_metadata_problem(text, name), return_dtype=pl.String)
+        bad.append((QuarantineReason.WRONG_TYPE.value, pl.col(name).is_not_null() & pl.col("__conv_metadata").is_null(), None, detail))
         meta, meta_checks = meta_fields(pl.col("__conv_metadata"), meta_text_dtype(), name)
     else:
         meta, meta_checks = typed_meta(schema, col)
@@ -219,7 +226,8 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
     checks: list[tuple[str, pl.Expr, pl.Expr]] = [  # (reason, condition on the computed columns, detail), first match wins
         (QuarantineReason.MISSING_MODEL.value, pl.col("model_a").is_null() | pl.col("model_b").is_null(), pl.lit("model_a or model_b is missing or empty")),
         (QuarantineReason.UNKNOWN_WINNER.value, pl.col("outcome").is_null(), winner_detail),
-        *[(reason, pl.col(f"__flag{i}") & (pl.col(field).is_null() if field else True), pl.lit(text)) for i, (reason, _, field, text) in enumerate(bad)],
+        *[(reason, pl.col(f"__flag{i}") & (pl.col(field).is_null() if field else True), pl.lit(text) if isinstance(text, str) else text)
+          for i, (reason, _, field, text) in enumerate(bad)],
         (QuarantineReason.SELF_BATTLE.value, pl.col("model_a") == pl.col("model_b"), pl.lit("model_a == model_b")),
     ]
     failed = pl.lit(None, dtype=pl.Int8)
@@ -261,6 +269,46 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
         rejected = empty_quarantine()
     accepted = frame.drop("__failed", RAW, *helpers, strict=False)
     return accepted, rejected
+
+
+def conv_metadata_shape_checks(column: str, dtype: pl.DataType) -> list[Check]:
+    """A typed ``conv_metadata`` (parquet, or JSON objects that all share one shape) that is not an object, or whose
+    header, list or bold counts are not objects: no count can be read from it, which is a wrong type, not an
+    absent count."""
+    wrong = QuarantineReason.WRONG_TYPE.value
+    if not isinstance(dtype, pl.Struct):
+        return [(wrong, pl.col(column).is_not_null(), None, f"{column}: not an LMArena conv_metadata object")]
+    fields = {f.name: f.dtype for f in dtype.fields}
+    groups = dict.fromkeys(path[0] for side in ("a", "b") for path in meta_paths(side).values() if len(path) > 1)
+    return [(wrong, pl.col(column).struct.field(name).is_not_null(), None, f"{column}.{name}: not an object of counts")
+            for name in groups if name in fields and not isinstance(fields[name], pl.Struct)]
+
+
+def conv_metadata_problem(text: str, column: str) -> str:
+    """Which field of a ``conv_metadata`` JSON text that does not decode is wrong: its first count that is not a
+    number (a list, an object, ``1e999``) or object of counts that is not an object, named by its path. Run on
+    quarantined rows only, so that the detail says what the row's author must fix."""
+    import json
+    import math
+
+    try:
+        meta = json.loads(text)
+    except (ValueError, RecursionError):
+        meta = None
+    if isinstance(meta, dict):
+        for side in ("a", "b"):
+            for path in meta_paths(side).values():
+                value: object = meta
+                for depth, key in enumerate(path):
+                    value = value.get(key) if isinstance(value, dict) else None
+                    if value is None:
+                        break
+                    named = ".".join((column, *path[: depth + 1]))
+                    if depth < len(path) - 1 and not isinstance(value, dict):
+                        return f"{named}: not an object of counts"
+                    if depth == len(path) - 1 and (isinstance(value, (list, dict, bool)) or isinstance(value, float) and not math.isfinite(value)):
+                        return f"{named}: {COUNT}"
+    return f"{column}: not an LMArena conv_metadata object"
 
 
 def raw_records(batch: pl.DataFrame, rows: pl.Series) -> pl.Series:

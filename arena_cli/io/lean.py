@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMNS
+from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMNS, conv_metadata_shape_checks
 from arena_cli.io.dialects import Plan, plan_for
 from arena_cli.io.options import InputOptions
 from arena_cli.io.fields import MAX_COUNT, field_path
@@ -111,7 +111,7 @@ def _counts_in_range(path: Path, schema: pl.Schema, column: str) -> bool:
     statistics within [0, MAX_COUNT]. Unsigned values past 2^63 read as negative there, and so are never taken
     as in range."""
     dtype = schema[column]
-    if not isinstance(dtype, pl.Struct):
+    if not isinstance(dtype, pl.Struct) or conv_metadata_shape_checks(column, dtype):
         return False
     ranges = integer_ranges(path)
     for side in ("a", "b"):

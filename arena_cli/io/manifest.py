@@ -46,8 +46,8 @@ PARQUET_MAGIC = b"PAR1"
 #: Every kind of problem, the most telling first (a missing part says more than the row counts it throws off).
 KINDS = (
     "manifest_newer", "manifest_missing", "manifest_unreadable", "manifest_format", "manifest_version", "manifest_invalid",
-    "bad_entry", "missing_part", "unreadable_part", "wrong_schema", "duplicate_entry", "unlisted_part", "unpublished_part",
-    "generation", "row_count", "staged_leftover", "unknown_file",
+    "bad_entry", "misnamed_part", "missing_part", "unreadable_part", "unreadable_data", "wrong_schema", "duplicate_entry", "unlisted_part", "unpublished_part",
+    "generation", "row_count", "invalid_count", "staged_leftover", "unknown_file",
 )
 
 
@@ -141,21 +141,37 @@ def parse_manifest(text: str) -> tuple[dict[str, Any] | None, list[Problem]]:
     return manifest, _entry_problems(manifest)
 
 
-def _entry_problem(table: str, index: int, entry: Any) -> str | None:
+def in_folder(table: str, path: str) -> bool:
+    """Whether ``path`` (relative to the store, as a manifest names it) is a file inside ``table``'s folder."""
+    parts = PurePosixPath(path)
+    return (not parts.is_absolute() and ".." not in parts.parts and "\\" not in path and parts.as_posix() == path
+            and path.startswith(f"{table}/"))
+
+
+def table_of(path: str) -> str:
+    """The table whose folder holds ``path`` (``features/<key>`` for a features part)."""
+    parts = path.split("/")
+    return "/".join(parts[:2]) if parts[0] == "features" else parts[0]
+
+
+def _entry_problem(table: str, index: int, entry: Any) -> Problem | None:
     """What is wrong with one entry of ``table`` (None: nothing)."""
     where = f"{MANIFEST} entry {index + 1} of {table!r}"
     if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
-        return f"{where} has no path"
+        return Problem("bad_entry", MANIFEST, f"{where} has no path")
     path = PurePosixPath(entry["path"])
     if path.is_absolute() or ".." in path.parts or "\\" in entry["path"] or path.as_posix() != entry["path"]:
-        return f"{where}: {entry['path']!r} is outside the store"
+        return Problem("bad_entry", MANIFEST, f"{where}: {entry['path']!r} is outside the store")
     if path.parent.as_posix() != table or part_generation(entry["path"]) is None:
-        return f"{where}: {entry['path']!r} is not a part file of the table's folder {table}/"
+        if in_folder(table, entry["path"]):  # a part a user renamed (or moved into a subfolder), and listed so
+            return Problem("misnamed_part", entry["path"], f"{where}: {entry['path']} is not named as a part is "
+                                                           f"({table}/part-<generation>-<8 hex>.parquet)")
+        return Problem("bad_entry", MANIFEST, f"{where}: {entry['path']!r} is not a part file of the table's folder {table}/")
     if not is_count(entry.get("rows")):
-        return f"{where}: rows {entry.get('rows')!r} is not a count"
+        return Problem("bad_entry", MANIFEST, f"{where}: rows {entry.get('rows')!r} is not a count")
     nulls = entry.get("nulls", {})
     if not isinstance(nulls, dict) or not all(isinstance(k, str) and is_count(v) for k, v in nulls.items()):
-        return f"{where}: nulls {nulls!r} is not a count per column"
+        return Problem("bad_entry", MANIFEST, f"{where}: nulls {nulls!r} is not a count per column")
     return None
 
 
@@ -168,9 +184,9 @@ def _entry_problems(manifest: dict[str, Any]) -> list[Problem]:
             problems.append(Problem("bad_entry", MANIFEST, f"{MANIFEST} names table {table!r}, {why}"))
             continue
         for index, entry in enumerate(parts):
-            detail = _entry_problem(table, index, entry)
-            if detail is not None:
-                problems.append(Problem("bad_entry", MANIFEST, detail))
+            problem = _entry_problem(table, index, entry)
+            if problem is not None:
+                problems.append(problem)
                 continue
             path = entry["path"]
             if path in seen:
@@ -179,6 +195,12 @@ def _entry_problems(manifest: dict[str, Any]) -> list[Problem]:
                 problems.append(Problem("generation", path, f"{path} is newer than {MANIFEST} (generation {manifest['generation']})"))
             seen.add(path)
     return problems
+
+
+def misnamed(manifest: dict[str, Any]) -> list[str]:
+    """The paths the manifest lists in their table's folder under a name that is not a part's (a user renamed a
+    part): not parts the store can read, yet files it must not lose."""
+    return list(dict.fromkeys(p.path for p in _entry_problems(manifest) if p.kind == "misnamed_part"))
 
 
 def entries(manifest: dict[str, Any]) -> list[Entry]:
@@ -262,7 +284,7 @@ def schema_problem(table: str, schema: dict[str, Any], union: dict[str, Any]) ->
     try:
         union_with(union, schema)
     except Exception as error:  # polars has no one class for "no common type"
-        return f"its columns do not read together with the other parts' ({str(error).splitlines()[0]})"
+        return f"its columns do not read together with the other parts' ({first_line(error)})"
     return None
 
 
@@ -274,6 +296,33 @@ def union_with(union: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     if all(union.get(name, dtype) == dtype for name, dtype in schema.items()):  # the usual case, without polars
         return {**union, **schema}
     return dict(pl.concat([pl.DataFrame(schema=union), pl.DataFrame(schema=schema)], how="diagonal_relaxed").schema)
+
+
+def first_line(error: BaseException) -> str:
+    """polars' messages can run to several lines: the first says what went wrong."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def unreadable_data(path: str, error: BaseException) -> Problem:
+    return Problem("unreadable_data", path, f"{path}: its data cannot be read ({first_line(error)})")
+
+
+def read_data(root: Path, path: str) -> tuple[Problem | None, int, dict[str, int]]:
+    """Every page of a part decoded, which is the only way to find damage inside its data (a flipped byte in a
+    page: the footer reads, the rows do not): what is wrong, else its rows and its null count per column (the
+    columns that have nulls), as the manifest keeps them. Streamed, so a part is never held whole."""
+    import polars as pl
+
+    file = root / path
+    try:
+        nulls = pl.scan_parquet(file).select(pl.all().null_count()).collect(engine="streaming")
+        rows = footer(file)[0]
+    except PermissionError:
+        raise not_permitted(file) from None
+    except (OSError, pl.exceptions.PolarsError, pl.exceptions.PanicException) as error:
+        return unreadable_data(path, error), 0, {}
+    return None, rows, {c: n for c, n in zip(nulls.columns, nulls.row(0)) if n}
 
 
 def check_part(root: Path, table: str, path: str, rows: int | None, union: dict[str, Any]) -> tuple[Problem | None, dict[str, Any] | None]:
@@ -289,7 +338,7 @@ def check_part(root: Path, table: str, path: str, rows: int | None, union: dict[
     except PermissionError:
         raise not_permitted(file) from None
     except (OSError, pl.exceptions.PolarsError) as error:
-        return Problem("unreadable_part", path, f"{path}: it is not readable parquet ({str(error).splitlines()[0]})"), None
+        return Problem("unreadable_part", path, f"{path}: it is not readable parquet ({first_line(error)})"), None
     if (why := schema_problem(table, schema, union)) is not None:
         return Problem("wrong_schema", path, f"{path} cannot be a part of {table}: {why}"), schema
     if rows is not None and found != rows:
@@ -297,10 +346,11 @@ def check_part(root: Path, table: str, path: str, rows: int | None, union: dict[
     return None, schema
 
 
-def listed_problems(root: Path, manifest: dict[str, Any], deep: bool) -> list[Problem]:
+def listed_problems(root: Path, manifest: dict[str, Any], deep: bool, data: bool = False) -> list[Problem]:
     """What is wrong with the parts the manifest lists. Cheap (every open): missing, or not parquet (a stat and
     four bytes each). ``deep`` (before every write, and ``arena store check``): also unreadable footers, wrong
-    schemas and row counts other than the manifest's, from the footers only."""
+    schemas and row counts other than the manifest's, from the footers only. ``data`` (``arena store check
+    --deep``): also every part's data, read whole."""
     problems = []
     unions: dict[str, dict[str, Any]] = {}
     for entry in entries(manifest):
@@ -312,6 +362,8 @@ def listed_problems(root: Path, manifest: dict[str, Any], deep: bool) -> list[Pr
                 problems.append(Problem("unreadable_part", entry.path, f"{entry.path}: {why}"))
         else:
             problem, schema = check_part(root, entry.table, entry.path, entry.rows, unions.get(entry.table, {}))
+            if data and schema is not None and (damaged := read_data(root, entry.path)[0]) is not None:
+                problem = damaged
             if problem is not None:
                 problems.append(problem)
             elif schema is not None:
@@ -325,7 +377,7 @@ def layout_problems(root: Path, manifest: dict[str, Any], files: list[Path] | No
 
     ``files``: found before the manifest was read (a reader's walk), so a part published since is listed; a
     leftover deleted since (by a writer, before it published) is skipped."""
-    listed = {entry.path for entry in entries(manifest)}
+    listed = {entry.path for entry in entries(manifest)} | set(misnamed(manifest))
     generation = manifest["generation"]
     problems = []
     for file in (files if files is not None else list(part_files(root))):

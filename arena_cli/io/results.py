@@ -68,8 +68,10 @@ class IngestResult:
 REUSED_ID_SHARE = 0.05
 
 
-def source_notes(summaries: Sequence[SourceSummary]) -> tuple[str, ...]:
-    """What a reader should know of its sources beyond the counts: empty ones, and ids that name prompts."""
+def source_notes(summaries: Sequence[SourceSummary], quarantined: bool) -> tuple[str, ...]:
+    """What a reader should know of its sources beyond the counts: empty ones, and ids that name prompts.
+    ``quarantined``: the rows not used were kept in a store's quarantine (an ingest), else only skipped."""
+    kept = "quarantined as conflicting duplicates (reason conflicting_duplicate)" if quarantined else "skipped as conflicting duplicates"
     notes = []
     for s in summaries:
         if s.rows_read == 0:
@@ -77,7 +79,7 @@ def source_notes(summaries: Sequence[SourceSummary]) -> tuple[str, ...]:
         elif s.id_column is not None and s.reused_ids > REUSED_ID_SHARE * s.rows_read:
             notes.append(
                 f"{s.source}: {s.reused_ids:,} of {s.rows_read:,} rows share their {s.id_column} with another row of the file "
-                f"but not its content, and were dropped as conflicting duplicates: {s.id_column} probably names prompts, "
+                f"but not its content, and were {kept}: {s.id_column} probably names prompts, "
                 f"not votes. If every row is a vote, read it with --map battle_id= (ids from each row's content)"
             )
     return tuple(notes)

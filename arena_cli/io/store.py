@@ -47,13 +47,16 @@ from arena_cli.io.manifest import (
     Problem,
     by_importance,
     empty_manifest,
+    first_line,
     layout_problems,
     listed_problems,
+    not_permitted,
     part_files,
     read_manifest,
     schema_problem,
     staged_leftovers,
     union_with,
+    unreadable_data,
 )
 from arena_cli.io.options import default_store_path
 
@@ -71,8 +74,9 @@ class StoreDamagedError(InputError):
             super().__init__(f"store {root}: {first.detail}")
         else:
             quoted = shlex.quote(str(root))
+            deep = " --deep" if any(p.kind == "unreadable_data" for p in problems) else ""  # only a read of the data finds it
             super().__init__(f"store {root} is damaged: {first.detail}{more}; nothing was changed. "
-                             f"`arena store check --store {quoted}` lists the problems, `arena store repair --store {quoted}` fixes them")
+                             f"`arena store check{deep} --store {quoted}` lists the problems, `arena store repair --store {quoted}` fixes them")
 
 
 @contextmanager
@@ -169,7 +173,7 @@ class Store:
         try:
             schema = pl.scan_parquet(part).collect_schema()
         except (OSError, pl.exceptions.PolarsError) as error:
-            raise StoreDamagedError(self.root, [Problem("unreadable_part", path, f"{path}: it is not readable parquet ({str(error).splitlines()[0]})")]) from None
+            raise StoreDamagedError(self.root, [Problem("unreadable_part", path, f"{path}: it is not readable parquet ({first_line(error)})")]) from None
         why = schema_problem(table, dict(schema), union)
         if why is not None:
             raise StoreDamagedError(self.root, [Problem("wrong_schema", path, f"{path} cannot be a part of {table}: {why}")])
@@ -186,9 +190,29 @@ class Store:
             union = union_with(union, dict(schemas[-1]))
         names = [c for c in (columns if columns is not None else union) if c in union]
         return [
-            pl.scan_parquet(part).select(pl.col(c) if c in schema else pl.lit(None, union[c]).alias(c) for c in names)
+            self._rows(part, schema).select(pl.col(c) if c in schema else pl.lit(None, union[c]).alias(c) for c in names)
             for part, schema in zip(parts, schemas)
         ]
+
+    def _rows(self, part: Path, schema: pl.Schema) -> pl.LazyFrame:
+        """A part's rows, lazily, as ``pl.scan_parquet`` gives them (only the columns and rows a query needs).
+        Data the footer checks cannot see is damaged (a flipped byte in a page) is found only as it is decoded,
+        by whatever query collects it: there it is damage, :class:`StoreDamagedError` naming the part (exit 3),
+        never a polars error."""
+        from polars.io.plugins import register_io_source
+
+        def read(columns: list[str] | None, predicate: pl.Expr | None, limit: int | None, _batch: int | None) -> Iterator[pl.DataFrame]:
+            query = pl.scan_parquet(part)
+            query = query.select(columns) if columns is not None else query
+            query = query.filter(predicate) if predicate is not None else query
+            try:
+                yield (query.head(limit) if limit is not None else query).collect()
+            except PermissionError:
+                raise not_permitted(part) from None
+            except (OSError, pl.exceptions.PolarsError, pl.exceptions.PanicException) as error:
+                raise StoreDamagedError(self.root, [unreadable_data(part.relative_to(self.root).as_posix(), error)]) from None
+
+        return register_io_source(read, schema=schema, is_pure=True)
 
     def scan(self, table: str, columns: list[str] | None = None) -> pl.LazyFrame | None:
         """A lazy frame over the table's parts (None when the table has none). Parts may differ in extra
@@ -207,7 +231,7 @@ class Store:
             if not set(columns) <= set(self._schema(table, path, {}).names()):
                 return False
             if "nulls" not in entry:
-                unknown.append(pl.scan_parquet(path).select(columns))
+                unknown.append(self._rows(path, self._schema(table, path, {})).select(columns))
             elif any(entry["nulls"].get(c) for c in columns):
                 return False
         if not unknown:

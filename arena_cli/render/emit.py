@@ -26,18 +26,29 @@ def render(doc: Document, fmt: OutputFormat) -> bytes:
     return getattr(importlib.import_module(module), function)(doc)
 
 
+def image_file(output: Path) -> Path | None:
+    """The file a markdown document's images are named after and written beside: ``output`` itself, or the
+    target of a symbolic link (the markdown goes there, and links its images relatively). None when ``output``
+    is written in place (a device or a pipe: ``-o /dev/stdout``): there is no folder beside it to hold them."""
+    from arena_cli.io.atomic import written_in_place
+
+    return None if written_in_place(output) else output.resolve()
+
+
 def render_files(doc: Document, fmt: OutputFormat, output: Path) -> dict[Path, bytes]:
     """Every file an ``-o output`` run writes: the document, and for markdown with figures one PNG per
-    figure beside it (``<stem>-<figure>.png``, linked relatively so the folder can move as a whole)."""
-    if fmt is not OutputFormat.markdown or not doc.figures:
+    figure beside it (``<stem>-<figure>.png``, linked relatively so the folder can move as a whole); a
+    markdown document written in place has no figures (see :func:`image_file`)."""
+    named = image_file(output)
+    if fmt is not OutputFormat.markdown or not doc.figures or named is None:
         return {output: render(doc, fmt)}
     from arena_cli.render.figures import png_bytes
     from arena_cli.render.text import figure_link, to_markdown
 
-    prefix = f"{output.stem}-"
+    prefix = f"{named.stem}-"
     files = {output: to_markdown(doc, figure_prefix=prefix)}
     for figure in doc.figures:
-        files[output.parent / figure_link(figure, prefix)] = png_bytes(figure)
+        files[named.parent / figure_link(figure, prefix)] = png_bytes(figure)
     return files
 
 

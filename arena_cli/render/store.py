@@ -33,5 +33,6 @@ def check_document(check: StoreCheck) -> Document:
 def repair_document(repair: StoreRepair) -> Document:
     frame = pl.DataFrame([c.as_dict() for c in repair.changes], schema={"action": pl.String, "path": pl.String, "detail": pl.String})
     changes = Table("changes", frame, f"Repair of store {repair.root}" + (" (dry run)" if repair.dry_run else ""))
-    own = {"store": str(repair.root), "dry_run": repair.dry_run}
+    own = {"store": str(repair.root), "dry_run": repair.dry_run, "battles_set_aside": repair.battles_set_aside,
+           "battles_quarantined": repair.battles_quarantined}
     return Document("store_repair", (changes, _tables(repair.tables)), meta=meta(repair, **own), title="arena store repair")
