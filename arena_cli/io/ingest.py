@@ -17,7 +17,7 @@ import polars as pl
 
 from arena_cli.errors import InputError, RejectedRowsError
 from arena_cli.io.dialects import check_sources
-from arena_cli.io.duplicates import NO_BATTLES, seen_keys
+from arena_cli.io.index import BattleIndex
 from arena_cli.io.options import InputOptions
 from arena_cli.io.reading import read_sources, stream
 from arena_cli.io.results import IngestResult, SourceSummary, keep_summary
@@ -53,13 +53,13 @@ def _ingest(store: Store, paths: list[Path], options: InputOptions, strict: bool
             on_batch: Callable[[SourceSummary], None] | None) -> list[SourceSummary]:
     summaries: list[SourceSummary] = []
     with store.write(wait=lock_wait) as tx:
-        stored = store.scan("battles", ["battle_id", "content_hash"])
-        seen = seen_keys(NO_BATTLES) if stored is None else seen_keys(stored).collect()
+        index = BattleIndex.of_store(store.root, store.manifest)
+        tx.on_publish(lambda: index.save(store.root, store.manifest))
         old_quarantine = store.read("quarantine", ["source_file", "source_row", "reason", "raw"])
         pending: list[pl.DataFrame] = []
         pending_rows = pending_bytes = 0
         rejected_parts: list[pl.DataFrame] = []
-        for summary, accepted, rejected in stream(paths, options, seen):
+        for summary, accepted, rejected in stream(paths, options, index):
             keep_summary(summaries, summary)
             if on_batch:
                 on_batch(summary)

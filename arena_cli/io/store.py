@@ -31,7 +31,7 @@ import os
 import shlex
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +96,7 @@ class Transaction:
     store: Store
     manifest: dict[str, Any]
     staged: list[tuple[str, Path, dict[str, Any]]] = field(default_factory=list)
+    published: list[Callable[[], None]] = field(default_factory=list)
 
     def add(self, table: str, frame: pl.DataFrame) -> None:
         """Stage ``frame`` as a new part of ``table`` (written and fsynced now, published on commit)."""
@@ -111,6 +112,11 @@ class Transaction:
 
     def log(self, entry: dict[str, Any]) -> None:
         self.manifest.setdefault("ingests", []).append(entry)
+
+    def on_publish(self, then: Callable[[], None]) -> None:
+        """Call ``then`` once the write is published (or had nothing to publish), still under the lock: for
+        what is derived from the published store (the duplicate index)."""
+        self.published.append(then)
 
 
 class Store:
@@ -287,6 +293,8 @@ class Store:
                 except BaseException:
                     self._discard(tx)
                     raise
+                for then in tx.published:
+                    then()
             finally:
                 if new:
                     self._remove_if_unused(created)
