@@ -55,7 +55,7 @@ def _ingest(store: Store, paths: list[Path], options: InputOptions, strict: bool
     with store.write(wait=lock_wait) as tx:
         index = BattleIndex.of_store(store.root, store.manifest)
         tx.on_publish(lambda: index.save(store.root, store.manifest))
-        old_quarantine = store.read("quarantine", ["source_file", "source_row", "reason", "raw"])
+        old_quarantine = store.scan("quarantine", ["source_file", "source_row", "reason", "raw"])
         pending: list[pl.DataFrame] = []
         pending_rows = pending_bytes = 0
         rejected_parts: list[pl.DataFrame] = []
@@ -86,8 +86,10 @@ def _ingest(store: Store, paths: list[Path], options: InputOptions, strict: bool
             tx.add("battles", pl.concat(pending, how="diagonal_relaxed", rechunk=False))
         identity = ["source_file", "source_row", "reason", "raw"]
         rejected_all = rejected_all.unique(identity, keep="first", maintain_order=True)  # a source given twice
-        if old_quarantine is not None and rejected_all.height:
-            rejected_all = rejected_all.join(old_quarantine, on=identity, how="anti", nulls_equal=True)
+        if old_quarantine is not None and rejected_all.height:  # only the stored rows of these sources' rows are held
+            rows = rejected_all.lazy().select("source_file", "source_row").unique()
+            again = old_quarantine.join(rows, on=["source_file", "source_row"], how="semi", nulls_equal=True)
+            rejected_all = rejected_all.join(again.collect(engine="streaming"), on=identity, how="anti", nulls_equal=True)
         tx.add("quarantine", rejected_all)
         tx.log({"sources": [s.as_dict() for s in summaries]})
     return summaries
