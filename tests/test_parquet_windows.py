@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import arena_cli.io.readers as readers
 from arena_cli.errors import InputError
 from arena_cli.io.footer import RowGroup, row_groups
-from arena_cli.io.readers import ROW, parquet_windows, read_parquet
+from arena_cli.io.readers import PARQUET_WINDOW_BATCHES, ROW, parquet_windows, read_parquet
 
 
 def votes(rows: int, text: int = 3) -> pl.DataFrame:
@@ -42,23 +42,24 @@ def test_every_row_once_in_order_from_windows_of_whole_row_groups(tmp_path, rows
 
 
 @given(sizes=st.lists(st.tuples(st.integers(0, 50), st.integers(0, 5_000)), max_size=12),
-       most_rows=st.integers(1, 60), most_bytes=st.integers(1, 4_000))
-def test_windows_cover_the_file_and_cut_only_row_groups_too_large(sizes, most_rows, most_bytes):
+       batch_rows=st.integers(1, 60), batch_bytes=st.integers(1, 4_000))
+def test_windows_cover_the_file_and_cut_only_row_groups_too_large(sizes, batch_rows, batch_bytes):
     groups = [RowGroup(rows, (("c", size),)) for rows, size in sizes]
-    windows = parquet_windows(groups, None, most_rows, most_bytes)
+    windows = parquet_windows(groups, None, batch_rows, batch_bytes)
     assert [start for start, _ in windows] == [sum(r for _, r in windows[:i]) for i in range(len(windows))]
     assert sum(r for _, r in windows) == sum(g.rows for g in groups)
     bounds = [sum(g.rows for g in groups[:i]) for i in range(len(groups) + 1)]
+    most_rows, most_bytes = PARQUET_WINDOW_BATCHES * batch_rows, PARQUET_WINDOW_BATCHES * batch_bytes
     for start, rows in windows:
         assert rows > 0
-        inside = [g for g, at in zip(groups, bounds) if at <= start < at + g.rows]
-        if start in bounds and start + rows in bounds:  # whole row groups: within the bounds unless a group alone
+        if start in bounds and start + rows in bounds:  # whole row groups: a batch's worth, or one group alone
             held = [g for g, at in zip(groups, bounds) if start <= at < start + rows and g.rows]
-            assert len(held) == 1 or (rows <= most_rows and sum(g.decoded_bytes(None) for g in held) <= most_bytes)
-        else:  # a slice of one row group too large for a window
-            (cut,) = inside
-            assert cut.rows > most_rows or cut.decoded_bytes(None) > most_bytes
-            assert rows <= most_rows
+            assert len(held) == 1 or (rows <= batch_rows and sum(g.decoded_bytes(None) for g in held) <= batch_bytes)
+            assert len(held) > 1 or rows == 1 or held[0].rows <= most_rows and held[0].decoded_bytes(None) <= most_bytes
+        else:  # a slice of one row group too large for a window, as few as fit
+            (cut,) = [g for g, at in zip(groups, bounds) if at <= start < at + g.rows]
+            slices = max(-(-cut.rows // most_rows), -(-cut.decoded_bytes(None) // most_bytes))
+            assert slices > 1 and rows == -(-cut.rows // slices) or start + rows in bounds
 
 
 def test_a_row_group_of_long_texts_is_decoded_a_few_times_not_once_a_batch(tmp_path, monkeypatch):

@@ -499,9 +499,10 @@ def scan_parquet(path: Path) -> pl.LazyFrame:
     return pl.scan_parquet(local_path(path))
 
 
-#: A parquet file is decoded a window of whole row groups at a time, of about this many batches' bytes and rows:
-#: polars decodes a whole row group to read any slice of it, so reading it batch by batch would decode it again
-#: for every batch (a row group of long conversations, a gigabyte decoded, takes seconds each time).
+#: A row group larger than a batch is decoded whole up to this many batches' bytes and rows (in as few slices of
+#: that size as it takes beyond): polars decodes a whole row group to read any slice of it, so reading it batch
+#: by batch would decode it again for every batch (a row group of long conversations, a gigabyte decoded, takes
+#: seconds each time).
 PARQUET_WINDOW_BATCHES = 8
 
 
@@ -512,8 +513,7 @@ def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list
     only these. Damage found in any batch is an input error (the footer, checked first, can be sound).
 
     Batches of at most ``batch_rows`` rows and about ``batch_bytes`` bytes are cut from windows of whole row
-    groups (see :data:`PARQUET_WINDOW_BATCHES`); a row group larger than a window is read in as many slices as
-    it takes."""
+    groups (see :func:`parquet_windows`)."""
     parquet_content(path)
     try:
         lazy = scan_parquet(path)
@@ -523,7 +523,7 @@ def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list
         groups = row_groups(local_path(path))
         if sum(group.rows for group in groups) != total:
             raise ValueError(f"{total} rows, its row groups {sum(group.rows for group in groups)}")
-        windows = parquet_windows(groups, columns, PARQUET_WINDOW_BATCHES * batch_rows, PARQUET_WINDOW_BATCHES * batch_bytes)
+        windows = parquet_windows(groups, columns, batch_rows, batch_bytes)
     except PARQUET_ERRORS as error:
         raise corrupt_parquet(path, error) from None
     for start, rows in windows:
@@ -541,18 +541,18 @@ def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list
                            pl.DataFrame(schema=QUARANTINE_SCHEMA))
 
 
-def parquet_windows(groups: list[RowGroup], columns: list[str] | None, most_rows: int, most_bytes: int) -> list[tuple[int, int]]:
-    """(first row, rows) of each window: consecutive row groups up to ``most_rows`` rows and ``most_bytes`` bytes
-    decoded together, a larger group alone and cut in equal slices that fit."""
+def parquet_windows(groups: list[RowGroup], columns: list[str] | None, batch_rows: int, batch_bytes: int) -> list[tuple[int, int]]:
+    """(first row, rows) of each read: consecutive row groups that fit in a batch together, a larger one alone,
+    and one larger than :data:`PARQUET_WINDOW_BATCHES` batches in equal slices of at most that."""
     windows: list[tuple[int, int]] = []
     start = rows = size = 0
     for group in (group for group in groups if group.rows):
         decoded = group.decoded_bytes(columns)
-        if rows and (rows + group.rows > most_rows or size + decoded > most_bytes):
+        if rows and (rows + group.rows > batch_rows or size + decoded > batch_bytes):
             windows.append((start, rows))
             start, rows, size = start + rows, 0, 0
-        if group.rows > most_rows or decoded > most_bytes:
-            slices = max(-(-group.rows // most_rows), -(-decoded // most_bytes))
+        if group.rows > batch_rows or decoded > batch_bytes:
+            slices = max(-(-group.rows // (PARQUET_WINDOW_BATCHES * batch_rows)), -(-decoded // (PARQUET_WINDOW_BATCHES * batch_bytes)))
             step = -(-group.rows // slices)
             windows += [(start + at, min(step, group.rows - at)) for at in range(0, group.rows, step)]
             start += group.rows
