@@ -80,6 +80,16 @@ def test_a_saved_index_is_used_and_no_part_is_read(tmp_path, parts_read):
     assert {f.name for f in (root / FOLDER).iterdir()} == saved_runs(root) | {MANIFEST}  # runs merged away are gone
 
 
+def test_what_a_run_killed_as_it_saved_the_index_left_goes_and_nothing_else(tmp_path):
+    root = tmp_path / "store"
+    ingest(root, votes(tmp_path / "a.jsonl", range(0, 50)))
+    left = [".battles.json.x1y2.tmp", ".battles-0123456789abcdef.u64.x1y2.tmp", "battles-0123456789abcdef.u64"]
+    for name in [*left, "notes.txt"]:
+        (root / FOLDER / name).write_text("?")
+    assert ingest(root, votes(tmp_path / "b.jsonl", range(40, 60))) == {"stored": 10, "duplicates": 10, "conflicts": 0}
+    assert {f.name for f in (root / FOLDER).iterdir()} == saved_runs(root) | {MANIFEST, "notes.txt"}
+
+
 def test_an_index_that_lags_the_store_reads_only_the_parts_it_lacks(tmp_path, parts_read, monkeypatch):
     """A run killed after it published its battles and before it saved the index."""
     root = tmp_path / "store"

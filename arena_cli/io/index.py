@@ -48,6 +48,8 @@ MANIFEST = "battles.json"
 FORMAT = "arena-battle-index"
 VERSION = 1
 RUN_NAME = re.compile(r"battles-[0-9a-f]{16}\.u64")
+#: :func:`arena_cli.io.atomic.atomic_write`'s temporaries of the index's files, left by a run killed as it saved.
+TEMPORARY_NAME = re.compile(r"\.(?:battles-[0-9a-f]{16}\.u64|battles\.json)\..+\.tmp")
 WORD = np.dtype("<u8")
 
 
@@ -176,8 +178,9 @@ class BattleIndex:
 
     def save(self, root: Path, manifest: dict[str, Any]) -> None:
         """Write the index of the battles ``manifest`` lists (once it is published, under the writer's lock): the
-        runs not saved yet, then ``battles.json`` naming them, then remove the runs it no longer names. A failure to
-        write is left to the next ingest, which rebuilds what it misses."""
+        runs not saved yet, then ``battles.json`` naming them, then remove the runs it no longer names and the
+        temporaries of a run killed as it saved. A failure to write is left to the next ingest, which rebuilds what
+        it misses."""
         parts = {entry["path"]: entry["rows"] for entry in manifest["tables"].get("battles", [])}
         if not parts or not set(self.parts) <= set(parts):
             return
@@ -196,7 +199,7 @@ class BattleIndex:
             atomic_write_bytes(folder / MANIFEST, (json.dumps(saved, indent=1) + "\n").encode())
             named = {run["file"] for run in runs}
             for file in folder.iterdir():
-                if RUN_NAME.fullmatch(file.name) and file.name not in named:
+                if (RUN_NAME.fullmatch(file.name) and file.name not in named) or TEMPORARY_NAME.fullmatch(file.name):
                     file.unlink()
         except OSError:
             return
