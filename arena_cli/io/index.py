@@ -158,8 +158,11 @@ class BattleIndex:
         return pl.select(pl.when(pl.lit(pl.Series(found))).then(pl.lit(pl.Series(values, dtype=pl.UInt64)))).to_series()
 
     def add(self, battles: pl.DataFrame) -> None:
-        """Remember the ids and content keys of ``battles`` (with ``battle_id`` and ``content_hash``)."""
-        self.keys.add(*id_words(battles["battle_id"]), battles.select(content_key(pl.col("content_hash"))).to_series().to_numpy())
+        """Remember the ids and content keys of ``battles`` (with ``battle_id`` and ``content_hash``). A battle
+        without a content hash (a store written by other means) cannot be told from another content: it is left
+        out, as duplicate detection has always left it."""
+        keyed = battles.select("battle_id", content_key(pl.col("content_hash")).alias("key")).drop_nulls("key")
+        self.keys.add(*id_words(keyed["battle_id"]), keyed["key"].to_numpy())
 
     # -- the store's index -----------------------------------------------------------------------------------
     @classmethod
