@@ -6,8 +6,8 @@ JSONL and parquet, with and without conv_metadata, flat count columns), the simu
 (cached in ``--workdir``), then ingested into a new store by ``python -m arena_cli ingest`` as a whole process
 (bench/measure.py: wall time and that process's own peak RSS). With ``--reingest`` the same file is ingested a
 second time, which must add nothing (every row a duplicate). With ``--onto N`` each file is also ingested into a
-store that already holds the shape's N-vote file (other votes, other ids; filled once per shape, copied for each
-run): with the reingest, this shows what the store's size costs an ingest (its duplicate index). With more than
+store that already holds N other votes of the shape (another seed, other ids; filled once per shape, copied for
+each run): with the reingest, this shows what the store's size costs an ingest (its duplicate index). With more than
 one size, each shape's time and peak RSS are also given as ratios to its smallest size's: linear time is a ratio
 equal to the size ratio, memory bounded by the batch a ratio near 1.
 
@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from measure import ARENA, byte_compile, machine, run
-from shapes import DEFAULT_SHAPES, ensure, parse_names
+from shapes import DEFAULT_SHAPES, default_seed, ensure, parse_names
 
 
 def ingest(source: Path, store: Path, limit_mb: float) -> dict:
@@ -81,7 +81,8 @@ def main() -> None:
 
     bases = {}
     if args.onto:
-        base_paths = ensure(shapes, args.onto, args.models, workdir, log=lambda m: print(m, file=sys.stderr, flush=True))
+        other_votes = default_seed(args.onto, args.models) + 1  # not the votes of a --rows file of that size
+        base_paths = ensure(shapes, args.onto, args.models, workdir, other_votes, log=lambda m: print(m, file=sys.stderr, flush=True))
         for name in shapes:
             bases[name] = workdir / f"ingest-base-{name}-{args.onto}"
             shutil.rmtree(bases[name], ignore_errors=True)

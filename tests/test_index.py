@@ -23,19 +23,21 @@ keys = st.tuples(st.integers(0, 5), st.integers(0, 3), st.integers(0, 2**40))
 batches = st.lists(st.lists(keys, max_size=12), min_size=1, max_size=12)
 
 
-@pytest.mark.parametrize("combine", ["first", "sum"])
+@pytest.mark.parametrize("combine", ["first", "sum", "set"])
 @settings(max_examples=200, deadline=None)
 @given(batches=batches, probes=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 4)), max_size=20))
 def test_sorted_runs_answer_as_a_dict(combine, batches, probes):
-    runs = SortedRuns(combine)
+    runs = SortedRuns("first" if combine == "set" else combine)
     model: dict[tuple[int, int], int] = {}
     for batch in batches:
         for first, second, value in batch:
-            model[first, second] = model.get((first, second), 0) + value if combine == "sum" else model.get((first, second), value)
+            key = (first, 0) if combine == "set" else (first, second)
+            model[key] = model.get(key, 0) + value if combine == "sum" else 0 if combine == "set" else model.get(key, value)
         words = np.array([k for k in batch], dtype=np.uint64).reshape(-1, 3).T
-        runs.add(words[0], words[1], words[2])
-    asked = probes + list(model)
-    found, values = runs.get(np.array([p[0] for p in asked], dtype=np.uint64), np.array([p[1] for p in asked], dtype=np.uint64))
+        runs.add(*words[:1 if combine == "set" else 3])
+    asked = [(first, 0) if combine == "set" else (first, second) for first, second in probes] + list(model)
+    firsts, seconds = (np.array([p[i] for p in asked], dtype=np.uint64) for i in (0, 1))
+    found, values = runs.get(firsts) if combine == "set" else runs.get(firsts, seconds)
     assert found.tolist() == [p in model for p in asked]
     assert values.tolist() == [model.get(p, 0) for p in asked]
     sizes = [len(run) for run in runs.runs]

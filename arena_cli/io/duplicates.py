@@ -138,11 +138,9 @@ class SourceIds:
     def reused(self, ids: pl.Series) -> pl.Series:
         """Per id (null: none): whether an earlier row of the source, in this batch or before, had it."""
         hashed = ids.hash()
-        words = hashed.to_numpy()
-        before, _ = self.hashes.get(words, np.zeros_like(words))
-        reused = ids.is_not_null() & (~hashed.is_first_distinct() | pl.Series(before))
-        new = hashed.filter(ids.is_not_null() & pl.Series(~before)).unique().to_numpy()
-        self.hashes.add(new, np.zeros_like(new), np.zeros_like(new))
+        before = pl.Series(self.hashes.get(hashed.to_numpy())[0])
+        reused = ids.is_not_null() & (~hashed.is_first_distinct() | before)
+        self.hashes.add(hashed.filter(ids.is_not_null() & ~before).unique().to_numpy())
         return reused
 
 

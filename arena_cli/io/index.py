@@ -55,20 +55,25 @@ WORD = np.dtype("<u8")
 
 @dataclass
 class Run:
-    """Keys (two words) and values, sorted by the first word (equal first words in the order they were added);
-    ``file``: the index file the run was read from (None until saved)."""
+    """Keys and values, sorted by the keys' first word (equal first words in the order they were added); a key's
+    ``second`` word and ``values`` are None in a run of 64-bit keys alone (a set). ``file``: the index file the run
+    was read from (None until saved)."""
 
     first: np.ndarray
-    second: np.ndarray
-    values: np.ndarray
+    second: np.ndarray | None
+    values: np.ndarray | None
     file: str | None = None
 
     def __len__(self) -> int:
         return len(self.first)
 
+    def taken(self, at: np.ndarray) -> Run:
+        return Run(self.first[at], *(None if words is None else words[at] for words in (self.second, self.values)))
+
 
 class SortedRuns:
-    """A map from 128-bit keys to uint64 values as sorted runs merged geometrically (see the module's docstring).
+    """A map from keys of one or two 64-bit words to uint64 values (or a set of 64-bit keys: no second words, no
+    values) as sorted runs merged geometrically (see the module's docstring).
 
     ``combine``: what a key added again gives — ``first`` keeps the value it had, ``sum`` adds the new one."""
 
@@ -79,60 +84,66 @@ class SortedRuns:
     def __len__(self) -> int:
         return sum(len(run) for run in self.runs)
 
-    def add(self, first: np.ndarray, second: np.ndarray, values: np.ndarray) -> None:
+    def add(self, first: np.ndarray, second: np.ndarray | None = None, values: np.ndarray | None = None) -> None:
         if not len(first):
             return
-        order = np.argsort(first, kind="stable")
-        self.runs.append(self._combined(first[order], second[order], values[order]))
+        self.runs.append(self._combined(Run(first, second, values).taken(np.argsort(first, kind="stable"))))
         while len(self.runs) > 1 and len(self.runs[-2]) <= len(self.runs[-1]):
             newer = self.runs.pop()
             older = self.runs.pop()
             self.runs.append(self._merged(older, newer))
 
-    def get(self, first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per key: whether it is held, and its value (0 when not)."""
+    def get(self, first: np.ndarray, second: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Per key: whether it is held, and its value (0 when not, and in a set)."""
         found = np.zeros(len(first), dtype=bool)
         values = np.zeros(len(first), dtype=np.uint64)
         order = np.argsort(first)  # a binary search per key is several times faster on sorted keys
-        first, second = first[order], second[order]
+        first = first[order]
+        second = None if second is None else second[order]
         for run in (run for run in self.runs if len(run)):
             at = np.minimum(np.searchsorted(run.first, first), len(run) - 1)
-            hit = (run.first[at] == first) & (run.second[at] == second)
-            value = run.values[at]
+            hit = run.first[at] == first
+            if run.second is not None:
+                hit &= run.second[at] == second
+            value = run.values[at] if run.values is not None else np.zeros(len(first), dtype=np.uint64)
             after = np.minimum(at + 1, len(run) - 1)
             for key in np.flatnonzero((after > at) & (run.first[after] == first)):  # rare: a first word held twice
-                hit[key], value[key] = self._look_through(run, at[key], second[key])
+                hit[key], value[key] = self._look_through(run, at[key], None if second is None else second[key])
             take = hit if self.combine == "sum" else hit & ~found[order]
             values[order[take]] += value[take]
             found[order[hit]] = True
         return found, values
 
-    def _look_through(self, run: Run, start: int, second: np.uint64) -> tuple[bool, np.uint64]:
-        """Whether the keys from ``start`` on with its first word hold ``second``, and the value they give."""
+    def _look_through(self, run: Run, start: int, second: np.uint64 | None) -> tuple[bool, np.uint64]:
+        """Whether the keys from ``start`` on with its first word hold one with the ``second`` word, and its value
+        (the first one's, or their sum)."""
         hit, value, at = False, np.uint64(0), start
         while at < len(run) and run.first[at] == run.first[start]:
-            if run.second[at] == second and (self.combine == "sum" or not hit):
-                hit, value = True, value + run.values[at]
+            if (run.second is None or run.second[at] == second) and (self.combine == "sum" or not hit):
+                hit, value = True, value + (np.uint64(0) if run.values is None else run.values[at])
             at += 1
         return hit, value
 
-    def _combined(self, first: np.ndarray, second: np.ndarray, values: np.ndarray) -> Run:
-        """A run with each key once: consecutive repeats (all of them, bar a first-word collision) combined."""
-        repeat = np.zeros(len(first), dtype=bool)
-        repeat[1:] = (first[1:] == first[:-1]) & (second[1:] == second[:-1])
+    def _combined(self, run: Run) -> Run:
+        """``run`` with each key once: consecutive repeats (all of them, bar a first-word collision) combined."""
+        repeat = np.zeros(len(run), dtype=bool)
+        repeat[1:] = run.first[1:] == run.first[:-1]
+        if run.second is not None:
+            repeat[1:] &= run.second[1:] == run.second[:-1]
         if not repeat.any():
-            return Run(first, second, values)
+            return run
         starts = np.flatnonzero(~repeat)
-        combined = np.add.reduceat(values, starts) if self.combine == "sum" else values[starts]
-        return Run(first[starts], second[starts], combined.astype(np.uint64))
+        kept = run.taken(starts)
+        if self.combine == "sum" and run.values is not None:
+            kept.values = np.add.reduceat(run.values, starts).astype(np.uint64)
+        return kept
 
     def _merged(self, older: Run, newer: Run) -> Run:
-        first = np.concatenate([older.first, newer.first])
-        order = np.argsort(first, kind="stable")  # two sorted runs: a linear merge; the older first among equals
-        first = first[order]
-        second = np.concatenate([older.second, newer.second])[order]
-        values = np.concatenate([older.values, newer.values])[order]
-        return self._combined(first, second, values)
+        """One run of both: a stable sort of two sorted runs is a linear merge, the older first among equals."""
+        order = np.argsort(np.concatenate([older.first, newer.first]), kind="stable")
+        words = [None if a is None or b is None else np.concatenate([a, b])[order]
+                 for a, b in ((older.first, newer.first), (older.second, newer.second), (older.values, newer.values))]
+        return self._combined(Run(*words))  # type: ignore[arg-type]
 
 
 def id_words(ids: pl.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -226,15 +237,20 @@ def _hasher() -> str:
 
 def _write_run(path: Path, run: Run) -> None:
     with open(path, "wb") as handle:
-        for words in (run.first, run.second, run.values):
-            np.ascontiguousarray(words, dtype=WORD).tofile(handle)
+        for words in _words(run):
+            words.tofile(handle)
 
 
 def _crc(run: Run) -> int:
     crc = 0
-    for words in (run.first, run.second, run.values):
-        crc = zlib.crc32(np.ascontiguousarray(words, dtype=WORD).data, crc)
+    for words in _words(run):
+        crc = zlib.crc32(words.data, crc)
     return crc
+
+
+def _words(run: Run) -> list[np.ndarray]:
+    """A run of the index as it is saved: its three arrays of words (an index's runs always have all three)."""
+    return [np.ascontiguousarray(words, dtype=WORD) for words in (run.first, run.second, run.values) if words is not None]
 
 
 def _saved(folder: Path) -> BattleIndex | None:
