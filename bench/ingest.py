@@ -62,7 +62,7 @@ def main() -> None:
     parser.add_argument("--models", type=int, default=300)
     parser.add_argument("--workdir", default=None, type=Path, help="generated files, kept for the next run (default $ARENA_BENCH_DIR or /tmp/arena-bench)")
     parser.add_argument("--reingest", action="store_true", help="ingest the same file a second time and time that too (adds nothing)")
-    parser.add_argument("--onto", type=int, default=0, help="also ingest each file into a store holding the shape's file of this many votes")
+    parser.add_argument("--onto", type=int, default=0, help="also ingest each file into a store holding this many other votes of the shape")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--memory-limit-gb", type=float, default=16.0, help="kill a run whose RSS passes this (reported as killed)")
     args = parser.parse_args()
