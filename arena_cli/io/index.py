@@ -56,13 +56,13 @@ WORD = np.dtype("<u8")
 @dataclass
 class Run:
     """Keys and values, sorted by the keys' first word (equal first words in the order they were added); a key's
-    ``second`` word and ``values`` are None in a run of 64-bit keys alone (a set). ``file``: the index file the run
-    was read from (None until saved)."""
+    ``second`` word and ``values`` are None in a run of 64-bit keys alone (a set). ``saved``: the index file the run
+    was read from or written to, and its CRC-32 (None until saved)."""
 
     first: np.ndarray
     second: np.ndarray | None
     values: np.ndarray | None
-    file: str | None = None
+    saved: tuple[str, int] | None = None
 
     def __len__(self) -> int:
         return len(self.first)
@@ -80,9 +80,6 @@ class SortedRuns:
     def __init__(self, combine: Literal["first", "sum"], runs: Iterable[Run] = ()):
         self.combine = combine
         self.runs = list(runs)
-
-    def __len__(self) -> int:
-        return sum(len(run) for run in self.runs)
 
     def add(self, first: np.ndarray, second: np.ndarray | None = None, values: np.ndarray | None = None) -> None:
         if not len(first):
@@ -160,7 +157,7 @@ class BattleIndex:
     """Battle id -> content key of every battle stored or accepted so far (see the module's docstring)."""
 
     def __init__(self, runs: SortedRuns | None = None, parts: dict[str, int] | None = None):
-        self.keys = runs or SortedRuns("first")
+        self.keys = runs if runs is not None else SortedRuns("first")
         self.parts = dict(parts or {})
 
     def references(self, ids: pl.Series) -> pl.Series:
@@ -203,11 +200,11 @@ class BattleIndex:
             folder.mkdir(exist_ok=True)
             runs = []
             for run in self.keys.runs:
-                if run.file is None:
+                if run.saved is None:
                     name = f"battles-{uuid.uuid4().hex[:16]}.u64"
                     atomic_write(folder / name, partial(_write_run, run=run))
-                    run.file = name
-                runs.append({"file": run.file, "rows": len(run), "crc32": _crc(run)})
+                    run.saved = (name, _crc(run))
+                runs.append({"file": run.saved[0], "rows": len(run), "crc32": run.saved[1]})
             self.parts = parts
             saved = {"format": FORMAT, "version": VERSION, "hash": _hasher(), "parts": parts, "runs": runs}
             atomic_write_bytes(folder / MANIFEST, (json.dumps(saved, indent=1) + "\n").encode())
@@ -265,7 +262,7 @@ def _saved(folder: Path) -> BattleIndex | None:
             if not RUN_NAME.fullmatch(name) or (folder / name).stat().st_size != 3 * rows * WORD.itemsize:
                 return None
             words = np.memmap(folder / name, dtype=WORD, mode="r", shape=(3, rows)) if rows else np.zeros((3, 0), WORD)
-            run = Run(words[0], words[1], words[2], name)
+            run = Run(words[0], words[1], words[2], (name, entry["crc32"]))
             if _crc(run) != entry["crc32"]:
                 return None
             runs.append(run)
