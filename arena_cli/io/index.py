@@ -1,5 +1,5 @@
-"""The duplicate index: which battle ids the store holds, and with what content, at a cost per batch that does not
-grow with the store.
+"""The duplicate index: which battle ids the store holds, and with what content, at a cost per batch that grows
+only with the logarithm of the store's size.
 
 An ingest must tell, for every battle id it reads, whether the store has it and with which content key. Joining
 each batch with every stored id, or ``is_in`` against them, hashes the whole store for every batch (quadratic in
