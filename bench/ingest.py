@@ -81,7 +81,8 @@ def main() -> None:
 
     bases = {}
     if args.onto:
-        other_votes = default_seed(args.onto, args.models) + 1  # not the votes of a --rows file of that size
+        # Part k of a file takes the votes of its seed + k: a seed this far off shares no part (nor id) with a --rows file.
+        other_votes = default_seed(args.onto, args.models) + 10**9
         base_paths = ensure(shapes, args.onto, args.models, workdir, other_votes, log=lambda m: print(m, file=sys.stderr, flush=True))
         for name in shapes:
             bases[name] = workdir / f"ingest-base-{name}-{args.onto}"
