@@ -15,6 +15,8 @@ from pathlib import Path
 
 import polars as pl
 
+from arena_cli.io.index import FOLDER
+from arena_cli.io.index import MANIFEST as INDEX
 from arena_cli.io.store import MANIFEST, Store
 
 ROWS = 20_000
@@ -56,7 +58,10 @@ def snapshot(root: Path):
 
 
 def unlisted(root: Path) -> list[str]:
+    """Files that neither the manifest nor the duplicate index names."""
     listed = {p["path"] for parts in Store.open(root).manifest["tables"].values() for p in parts}
+    index = root / FOLDER / INDEX
+    listed |= {f"{FOLDER}/{INDEX}", *(f"{FOLDER}/{run['file']}" for run in json.loads(index.read_text())["runs"])} if index.exists() else set()
     files = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
     return sorted(f for f in files if f not in listed and f not in (MANIFEST, ".lock"))
 

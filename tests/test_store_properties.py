@@ -1,6 +1,7 @@
 """No accepted battle is ever lost: random sequences of ingests, runs killed at a random instant of their write,
 manifest damage and repairs. A kill is simulated exactly: at a chosen point of the write (before a part is
-staged, with its temporary written, once it is renamed, before or after the manifest is replaced) the store
+staged, with its temporary written, once it is renamed, before or after the manifest is replaced, while the
+duplicate index is saved after it) the store
 directory is copied as it is on disk, the run is aborted, and the copy replaces the store, as if the process
 had died there (no clean-up ran)."""
 
@@ -15,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import arena_cli.io.index as index_module
 import arena_cli.io.store as store_module
 from arena_cli.errors import InputError
 from arena_cli.io.ingest import ingest_to_store
@@ -67,7 +69,7 @@ DAMAGES = {
 operations = st.lists(
     st.one_of(
         st.tuples(st.just("ingest"), st.integers(1, 5), st.booleans()),
-        st.tuples(st.just("killed"), st.integers(1, 5), st.integers(0, 12)),
+        st.tuples(st.just("killed"), st.integers(1, 5), st.integers(0, 20)),
         st.tuples(st.just("damage"), st.sampled_from(sorted(DAMAGES))),
         st.tuples(st.just("repair")),
     ),
@@ -138,6 +140,8 @@ class Run:
         with monkeypatch.context() as patch:
             patch.setattr(store_module, "atomic_write", atomic_write)
             patch.setattr(store_module, "atomic_write_bytes", atomic_write_bytes)
+            patch.setattr(index_module, "atomic_write", atomic_write)  # the duplicate index, saved once published
+            patch.setattr(index_module, "atomic_write_bytes", atomic_write_bytes)
             try:
                 ingest_to_store(Store.open(self.root, create=True), [source])
             except Killed:

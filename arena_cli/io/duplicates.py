@@ -7,13 +7,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
-from typing import TypeVar
 
+import numpy as np
 import polars as pl
 
+from arena_cli.io.index import BattleIndex, SortedRuns, content_key, content_words
 from arena_cli.schema import BATTLE_SCHEMA, DEFAULTS, QUARANTINE_SCHEMA, QuarantineReason
-
-FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
 
 #: Part of every hashed text: bumped when what a hash covers changes (ids made from hashes change with it).
 HASH_VERSION = "v2"
@@ -81,55 +80,41 @@ def _json_member(name: str, value: pl.Expr, dtype: pl.DataType, quoted: bool) ->
     return pl.struct(value.alias(name)).struct.json_encode()
 
 
-def add_hashes(accepted: pl.DataFrame, occurrences: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def add_hashes(accepted: pl.DataFrame, occurrences: SortedRuns) -> pl.DataFrame:
     """Content hash of every row (all canonical fields and extras, not provenance) and an id for rows without
     one: ``sha-<hash>``, with ``~k`` for the k-th repeat of identical content in the same source (so appending
-    to a growing log keeps every earlier id). ``occurrences`` carries the repeat counts across batches."""
+    to a growing log keeps every earlier id). ``occurrences`` holds the source's repeat counts so far (content
+    hash -> count, updated): a lookup per batch, however many contents the source had."""
     frame = accepted.with_columns(content_hashes(accepted).alias("content_hash"))
     missing = frame["battle_id"].is_null() | (frame["battle_id"] == "")
     if missing.any():
         frame = frame.with_columns(pl.int_range(pl.len()).alias("__order"))
         without = frame.filter(missing).with_columns(pl.int_range(pl.len()).over("content_hash").alias("__k"))
-        without = without.join(occurrences, on="content_hash", how="left").with_columns(
-            (pl.col("__k") + pl.col("__seen").fill_null(0)).alias("__k")
-        )
-        occurrences = pl.concat([occurrences, without.group_by("content_hash").agg(pl.len().cast(pl.Int64).alias("__seen"))]).group_by("content_hash").agg(pl.col("__seen").sum())
+        counts = without.group_by("content_hash").agg(pl.len().alias("__count"))
+        words = content_words(counts["content_hash"])
+        _, seen = occurrences.get(*words)
+        occurrences.add(*words, counts["__count"].to_numpy().astype(np.uint64))
+        counts = counts.select("content_hash", pl.Series("__seen", seen.astype(np.int64)))
+        without = without.join(counts, on="content_hash", how="left").with_columns((pl.col("__k") + pl.col("__seen")).alias("__k"))
         without = without.with_columns(
             pl.concat_str(pl.lit("sha-"), pl.col("content_hash").str.slice(0, 24), pl.when(pl.col("__k") > 0).then(pl.format("~{}", pl.col("__k"))).otherwise(pl.lit(""))).alias("battle_id")
         ).drop("__k", "__seen")
         frame = pl.concat([frame.filter(~missing), without], how="vertical_relaxed").sort("__order").drop("__order")
-    return frame, occurrences
+    return frame
 
 
-def content_key(hashes: pl.Expr) -> pl.Expr:
-    # 64 bits of the content hash tell two contents of one id apart as well as 128, in half the memory.
-    return hashes.str.slice(0, 16).str.to_integer(base=16, dtype=pl.UInt64, strict=False)
+def split_duplicates(frame: pl.DataFrame, index: BattleIndex) -> tuple[pl.DataFrame, int, pl.DataFrame]:
+    """Drop exact duplicates (same id, same content) and pull out conflicting ones (same id, other content), and
+    add the new rows to ``index``.
 
-
-#: No battles seen yet (the keys :func:`seen_keys` takes), and no content repeated yet (see :func:`add_hashes`).
-NO_BATTLES = pl.DataFrame(schema={"battle_id": pl.String, "content_hash": pl.String})
-NO_OCCURRENCES = pl.DataFrame(schema={"content_hash": pl.String, "__seen": pl.Int64})
-
-
-def seen_keys(battles: FrameT) -> FrameT:
-    """What duplicate detection keeps of each battle already stored or accepted: (battle_id, content_key)."""
-    return battles.select("battle_id", content_key(pl.col("content_hash")).alias("content_key"))
-
-
-def split_duplicates(frame: pl.DataFrame, seen: pl.DataFrame) -> tuple[pl.DataFrame, int, pl.DataFrame]:
-    """Drop exact duplicates (same id, same content) and pull out conflicting ones (same id, other content).
-
-    The reference content of an id is the stored one (``seen``, from :func:`seen_keys`: the store and
-    earlier batches) or else its first occurrence in this batch. Returns (new rows, number of exact
-    duplicates, conflicting rows). Only the seen ids that occur in the batch are joined: ``seen`` grows
-    with the store, and a join would hash all of it for every batch.
+    The reference content of an id is the one in ``index`` (the store and earlier batches) or else its first
+    occurrence in this batch. Returns (new rows, number of exact duplicates, conflicting rows).
     """
     frame = frame.with_row_index("__order").with_columns(content_key(pl.col("content_hash")).alias("__key"))
-    firsts = frame.group_by("battle_id", maintain_order=True).agg(
+    refs = frame.group_by("battle_id", maintain_order=True).agg(
         pl.col("__key").first().alias("__batch_ref"), pl.col("__order").first().alias("__first")
     )
-    known = seen.filter(pl.col("battle_id").is_in(firsts["battle_id"].implode())).unique("battle_id", keep="first")
-    refs = firsts.join(known.rename({"content_key": "__seen_ref"}), on="battle_id", how="left")
+    refs = refs.with_columns(index.references(refs["battle_id"]).alias("__seen_ref"))
     checked = frame.join(refs, on="battle_id", how="left", maintain_order="left")
     reference = pl.coalesce("__seen_ref", "__batch_ref")
     is_new = pl.col("__seen_ref").is_null() & (pl.col("__order") == pl.col("__first"))
@@ -138,6 +123,7 @@ def split_duplicates(frame: pl.DataFrame, seen: pl.DataFrame) -> tuple[pl.DataFr
     new = checked.filter(is_new).drop(helpers)
     duplicates = checked.filter(~is_new & ~conflict).height
     conflicts = checked.filter(conflict).drop(helpers)
+    index.add(new)
     return new, duplicates, conflicts
 
 
@@ -147,13 +133,14 @@ class SourceIds:
     :func:`arena_cli.io.results.source_notes`)."""
 
     def __init__(self) -> None:
-        self.hashes = pl.Series(dtype=pl.UInt64)
+        self.hashes = SortedRuns("first")
 
     def reused(self, ids: pl.Series) -> pl.Series:
         """Per id (null: none): whether an earlier row of the source, in this batch or before, had it."""
         hashed = ids.hash()
-        reused = ids.is_not_null() & (~hashed.is_first_distinct() | hashed.is_in(self.hashes.implode()))
-        self.hashes = pl.concat([self.hashes, hashed.filter(ids.is_not_null()).unique()])
+        before = pl.Series(self.hashes.get(hashed.to_numpy())[0])
+        reused = ids.is_not_null() & (~hashed.is_first_distinct() | before)
+        self.hashes.add(hashed.filter(ids.is_not_null() & ~before).unique().to_numpy())
         return reused
 
 

@@ -1,10 +1,14 @@
-"""Column statistics from a parquet file's footer, for checks that the statistics settle without reading data.
+"""What a parquet file's footer says that polars does not: where its row groups are (their rows, and the bytes
+of each column), and the range of each integer column.
 
-Why: a plain fit of LMArena's release validates every ``conv_metadata`` count, and decoding that struct costs
-more than the rest of the fit; the writer's per-row-group minimum and maximum of each count usually show that
-none can be out of range, and then the struct need not be read at all. Polars does not expose the statistics
-of struct fields, so the footer (Thrift compact protocol) is decoded here: only as far as the row groups'
-column chunks, their paths, physical types and statistics.
+Why: polars reads a slice of a row group by decoding the whole of it, so a reader that batches a file must cut it
+at row-group boundaries (:func:`row_groups`); and a plain fit of LMArena's release validates every
+``conv_metadata`` count, whose struct costs more to decode than the rest of the fit, while the writer's
+per-row-group minimum and maximum of each count usually show that none can be out of range
+(:func:`integer_ranges`). The footer is Thrift's compact protocol
+(https://github.com/apache/parquet-format/blob/master/src/main/thrift/parquet.thrift): ``FileMetaData`` field 4
+lists the ``RowGroup`` s, each with its ``num_rows`` (field 3) and ``ColumnChunk`` s (field 1), whose
+``ColumnMetaData`` (field 3) has its physical type (1), path (3), uncompressed size (6) and statistics (12).
 """
 
 from __future__ import annotations
@@ -13,6 +17,39 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+#: Bytes per row a leaf column takes at least once decoded (a string's view, or a number and its validity), where
+#: its footer size may say far less (dictionary or run-length encoded).
+DECODED_ROW_BYTES = 16
+
+
+@dataclass(frozen=True)
+class RowGroup:
+    rows: int
+    leaves: tuple[tuple[str, int], ...]  # (top-level column, uncompressed bytes) of each leaf column
+
+    def decoded_bytes(self, columns: list[str] | None) -> int:
+        """About the bytes ``columns`` (default: all) of this row group take once decoded."""
+        return sum(max(size, DECODED_ROW_BYTES * self.rows) for name, size in self.leaves if columns is None or name in columns)
+
+
+def row_groups(path: Path) -> list[RowGroup]:
+    """The row groups of the parquet file at ``path``; ValueError (or OSError) when its footer cannot be read."""
+    try:
+        metadata = _file_metadata(path)
+        groups = [RowGroup(group[3], tuple(_leaf(chunk) for chunk in group.get(1, []))) for group in metadata[4]]
+    except (IndexError, KeyError, TypeError, struct.error, RecursionError):
+        raise ValueError("truncated or damaged parquet footer") from None
+    if metadata.get(3) != sum(group.rows for group in groups):
+        raise ValueError("parquet footer without its row groups")
+    return groups
+
+
+def _leaf(chunk: dict[int, Any]) -> tuple[str, int]:
+    meta = chunk.get(3, {})
+    path = meta.get(3) or [b""]
+    return path[0].decode("utf-8", "replace"), meta.get(6, 0)
+
 
 #: Parquet physical types whose statistics are read: INT32 and INT64 (plain little-endian, signed order).
 _INT_WIDTHS = {1: 4, 2: 8}
@@ -40,8 +77,7 @@ def integer_ranges(path: Path) -> dict[tuple[str, ...], LeafRange]:
 
 def _file_metadata(path: Path) -> dict[int, Any]:
     with open(path, "rb") as handle:
-        handle.seek(0, 2)
-        size = handle.tell()
+        size = handle.seek(0, 2)
         handle.seek(size - 8)
         tail = handle.read(8)
         if tail[4:] != b"PAR1":

@@ -17,7 +17,7 @@ import polars as pl
 
 from arena_cli.errors import InputError, RejectedRowsError
 from arena_cli.io.dialects import check_sources
-from arena_cli.io.duplicates import NO_BATTLES, seen_keys
+from arena_cli.io.index import BattleIndex
 from arena_cli.io.options import InputOptions
 from arena_cli.io.reading import read_sources, stream
 from arena_cli.io.results import IngestResult, SourceSummary, keep_summary
@@ -53,13 +53,13 @@ def _ingest(store: Store, paths: list[Path], options: InputOptions, strict: bool
             on_batch: Callable[[SourceSummary], None] | None) -> list[SourceSummary]:
     summaries: list[SourceSummary] = []
     with store.write(wait=lock_wait) as tx:
-        stored = store.scan("battles", ["battle_id", "content_hash"])
-        seen = seen_keys(NO_BATTLES) if stored is None else seen_keys(stored).collect()
-        old_quarantine = store.read("quarantine", ["source_file", "source_row", "reason", "raw"])
+        index = BattleIndex.of_store(store)
+        tx.on_publish(lambda: index.save(store.root, store.manifest))
+        old_quarantine = store.scan("quarantine", ["source_file", "source_row", "reason", "raw"])
         pending: list[pl.DataFrame] = []
         pending_rows = pending_bytes = 0
         rejected_parts: list[pl.DataFrame] = []
-        for summary, accepted, rejected in stream(paths, options, seen):
+        for summary, accepted, rejected in stream(paths, options, index):
             keep_summary(summaries, summary)
             if on_batch:
                 on_batch(summary)
@@ -86,8 +86,10 @@ def _ingest(store: Store, paths: list[Path], options: InputOptions, strict: bool
             tx.add("battles", pl.concat(pending, how="diagonal_relaxed", rechunk=False))
         identity = ["source_file", "source_row", "reason", "raw"]
         rejected_all = rejected_all.unique(identity, keep="first", maintain_order=True)  # a source given twice
-        if old_quarantine is not None and rejected_all.height:
-            rejected_all = rejected_all.join(old_quarantine, on=identity, how="anti", nulls_equal=True)
+        if old_quarantine is not None and rejected_all.height:  # only the stored rows of these sources' rows are held
+            rows = rejected_all.lazy().select("source_file", "source_row").unique()
+            again = old_quarantine.join(rows, on=["source_file", "source_row"], how="semi", nulls_equal=True)
+            rejected_all = rejected_all.join(again.collect(engine="streaming"), on=identity, how="anti", nulls_equal=True)
         tx.add("quarantine", rejected_all)
         tx.log({"sources": [s.as_dict() for s in summaries]})
     return summaries

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 from arena_cli.errors import InputError
 from arena_cli.io.files import check_file, local_path, opened, parquet_content, text_content
+from arena_cli.io.footer import RowGroup, row_groups
 from arena_cli.io.options import BATCH_BYTES
 from arena_cli.schema import QUARANTINE_SCHEMA, QuarantineReason
 
@@ -498,9 +499,11 @@ def scan_parquet(path: Path) -> pl.LazyFrame:
     return pl.scan_parquet(local_path(path))
 
 
-#: Rows of a parquet file's first batch at most (fewer when the file's bytes per row say so, as a row takes no
-#: fewer bytes in memory than compressed): it tells the size of its rows for the next ones.
-PARQUET_FIRST_ROWS = 1_000
+#: A row group larger than a batch is decoded whole up to this many batches' bytes and rows (in as few slices of
+#: that size as it takes beyond): polars decodes a whole row group to read any slice of it, so reading it batch
+#: by batch would decode it again for every batch (a row group of long conversations, a gigabyte decoded, takes
+#: seconds each time).
+PARQUET_WINDOW_BATCHES = 8
 
 
 def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list[str] | None = None,
@@ -509,27 +512,55 @@ def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list
     rows that end up quarantined (see the ingest), since typed rows need no text copy. ``columns``: read
     only these. Damage found in any batch is an input error (the footer, checked first, can be sound).
 
-    Each batch takes as many rows as the bytes per row of the one before fit in ``batch_bytes``."""
+    Batches of at most ``batch_rows`` rows and about ``batch_bytes`` bytes are cut from windows of whole row
+    groups (see :func:`parquet_windows`)."""
     parquet_content(path)
     try:
         lazy = scan_parquet(path)
         if columns is not None:
             lazy = lazy.select(columns)
         total = lazy.select(pl.len()).collect().item()
+        groups = row_groups(local_path(path))
+        if sum(group.rows for group in groups) != total:
+            raise ValueError(f"{total} rows, its row groups {sum(group.rows for group in groups)}")
+        windows = parquet_windows(groups, columns, batch_rows, batch_bytes)
     except PARQUET_ERRORS as error:
         raise corrupt_parquet(path, error) from None
-    start, rows = 0, min(batch_rows, PARQUET_FIRST_ROWS, max(1, batch_bytes * total // max(1, local_path(path).stat().st_size)))
-    while start < total:
+    for start, rows in windows:
         try:
-            frame = lazy.slice(start, rows).collect()
+            window = lazy.slice(start, rows).collect()
         except PARQUET_ERRORS as error:
             raise corrupt_parquet(path, error) from None
-        if not frame.height:
-            raise corrupt_parquet(path, ValueError(f"{total} rows in its footer, {start} in its data"))
-        rows = max(1, min(batch_rows, batch_bytes * frame.height // max(1, int(frame.estimated_size()))))
-        frame = frame.with_columns(pl.int_range(start + 1, start + 1 + frame.height, dtype=pl.Int64).alias(ROW))
-        start += frame.height
-        yield RawBatch(frame, pl.DataFrame(schema=QUARANTINE_SCHEMA))
+        if window.height != rows:
+            raise corrupt_parquet(path, ValueError(f"{start + rows} rows in its footer, {start + window.height} in its data"))
+        step = max(1, min(batch_rows, batch_bytes * rows // max(1, int(window.estimated_size()))))
+        for offset in range(0, rows, step):
+            frame = window.slice(offset, step)
+            first = start + offset + 1
+            yield RawBatch(frame.with_columns(pl.int_range(first, first + frame.height, dtype=pl.Int64).alias(ROW)),
+                           pl.DataFrame(schema=QUARANTINE_SCHEMA))
+
+
+def parquet_windows(groups: list[RowGroup], columns: list[str] | None, batch_rows: int, batch_bytes: int) -> list[tuple[int, int]]:
+    """(first row, rows) of each read: consecutive row groups that fit in a batch together, a larger one alone,
+    and one larger than :data:`PARQUET_WINDOW_BATCHES` batches in equal slices of at most that."""
+    windows: list[tuple[int, int]] = []
+    start = rows = size = 0
+    for group in (group for group in groups if group.rows):
+        decoded = group.decoded_bytes(columns)
+        if rows and (rows + group.rows > batch_rows or size + decoded > batch_bytes):
+            windows.append((start, rows))
+            start, rows, size = start + rows, 0, 0
+        if group.rows > batch_rows or decoded > batch_bytes:
+            slices = max(-(-group.rows // (PARQUET_WINDOW_BATCHES * batch_rows)), -(-decoded // (PARQUET_WINDOW_BATCHES * batch_bytes)))
+            step = -(-group.rows // slices)
+            windows += [(start + at, min(step, group.rows - at)) for at in range(0, group.rows, step)]
+            start += group.rows
+        else:
+            rows, size = rows + group.rows, size + decoded
+    if rows:
+        windows.append((start, rows))
+    return windows
 
 
 TEXT_READERS = {"jsonl": read_jsonl, "json": read_json_array, "csv": read_csv}

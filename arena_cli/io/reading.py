@@ -18,7 +18,8 @@ import polars as pl
 
 from arena_cli.io.canonical import align, canonicalize, numeric_extras, raw_of
 from arena_cli.io.dialects import Plan, check_sources, container_for, plan_for
-from arena_cli.io.duplicates import NO_BATTLES, NO_OCCURRENCES, SourceIds, add_hashes, conflict_rows, seen_keys, split_duplicates
+from arena_cli.io.duplicates import SourceIds, add_hashes, conflict_rows, split_duplicates
+from arena_cli.io.index import BattleIndex, SortedRuns
 from arena_cli.io.lean import IDENTITY, LeanIds, LeanParquet, lean_parquet, lean_plan, select_wanted
 from arena_cli.io.judged import JudgeLog, source_files
 from arena_cli.io.options import InputOptions
@@ -90,28 +91,27 @@ def _unchanged(frame: Frame) -> Frame:
     return frame
 
 
-def stream(paths: list[Path], options: InputOptions, seen: pl.DataFrame) -> Iterator[tuple[SourceSummary, pl.DataFrame, pl.DataFrame]]:
+def stream(paths: list[Path], options: InputOptions, index: BattleIndex) -> Iterator[tuple[SourceSummary, pl.DataFrame, pl.DataFrame]]:
     """The ingest stream: per batch, (summary so far, new canonical battles, quarantined rows).
 
-    ``seen`` is :func:`seen_keys` of the battles already stored; it grows as batches are accepted.
+    ``index`` holds the battles already stored; the new ones are added to it as batches are accepted.
     """
     labels = check_sources(paths, options)
     for path in source_files(paths, options):
-        occurrences = NO_OCCURRENCES
+        occurrences = SortedRuns("sum")
         source_ids = SourceIds()
         text = _is_text(Path(path), options)
         for summary, rows, accepted, rejected in _validated(Path(path), options, labels):
             if rows is not None:
                 reused_rows = accepted.filter(source_ids.reused(accepted["battle_id"]))["source_row"]
-                accepted, occurrences = add_hashes(accepted, occurrences)
-                accepted, duplicates, conflicts = split_duplicates(accepted, seen)
+                accepted = add_hashes(accepted, occurrences)
+                accepted, duplicates, conflicts = split_duplicates(accepted, index)
                 summary.duplicates += duplicates
                 summary.reused_ids += int(conflicts["source_row"].is_in(reused_rows.implode()).sum())
                 conflicted = conflict_rows(conflicts, partial(raw_of, rows))
                 summary.quarantined.update(conflicted["reason"].to_list())
                 rejected = pl.concat([rejected, conflicted])
                 accepted = conform(numeric_extras(accepted) if text else accepted)
-                seen = pl.concat([seen, seen_keys(accepted)])
                 summary.stored += accepted.height
             yield summary, accepted, rejected
 
@@ -123,7 +123,7 @@ def read_full(
     battles: list[pl.DataFrame] = []
     quarantine: list[pl.DataFrame] = []
     summaries: list[SourceSummary] = []
-    for summary, accepted, rejected in stream(paths, options, seen_keys(NO_BATTLES)):
+    for summary, accepted, rejected in stream(paths, options, BattleIndex()):
         keep_summary(summaries, summary)
         if accepted.height:
             battles.append(accepted)

@@ -31,7 +31,7 @@ import os
 import shlex
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +100,7 @@ class Transaction:
     store: Store
     manifest: dict[str, Any]
     staged: list[tuple[str, Path, dict[str, Any]]] = field(default_factory=list)
+    published: list[Callable[[], None]] = field(default_factory=list)
 
     def add(self, table: str, frame: pl.DataFrame) -> None:
         """Stage ``frame`` as a new part of ``table`` (written and fsynced now, published on commit)."""
@@ -115,6 +116,11 @@ class Transaction:
 
     def log(self, entry: dict[str, Any]) -> None:
         self.manifest.setdefault("ingests", []).append(entry)
+
+    def on_publish(self, then: Callable[[], None]) -> None:
+        """Call ``then`` once the write is published (or had nothing to publish), still under the lock: for
+        what is derived from the published store (the duplicate index)."""
+        self.published.append(then)
 
 
 class Store:
@@ -193,6 +199,12 @@ class Store:
             self._rows(part, schema).select(pl.col(c) if c in schema else pl.lit(None, union[c]).alias(c) for c in names)
             for part, schema in zip(parts, schemas)
         ]
+
+    def read_part(self, table: str, relative: str, columns: list[str]) -> pl.DataFrame:
+        """``columns`` of one listed part of ``table`` (a path as the manifest lists it), read as every store read
+        is: damage in its data is :class:`StoreDamagedError`."""
+        path = self.root / relative
+        return self._rows(path, self._schema(table, path, {})).select(columns).collect()
 
     def _rows(self, part: Path, schema: pl.Schema) -> pl.LazyFrame:
         """A part's rows, lazily, as ``pl.scan_parquet`` gives them (only the columns and rows a query needs).
@@ -311,6 +323,8 @@ class Store:
                 except BaseException:
                     self._discard(tx)
                     raise
+                for then in tx.published:
+                    then()
             finally:
                 if new:
                     self._remove_if_unused(created)
