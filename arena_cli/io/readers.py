@@ -296,6 +296,8 @@ def _numbered(frame: pl.DataFrame, rows: Sequence[int] | np.ndarray, lines: pl.S
 #: Bytes a line may be made of and still be blank (what ``bytes.strip`` takes away), and a line's end.
 _SPACE = np.frombuffer(b" \t\n\r\x0b\x0c", dtype=np.uint8)
 _NEWLINE, _CR = ord("\n"), ord("\r")
+#: Bytes searched for newlines at a time (a mask of a whole block would cost more to allocate than to fill).
+_SCAN_BYTES = 1 << 20
 #: Bytes of a JSON-lines file read at a time at least (more when ``batch_bytes`` says so).
 JSONL_READ_BYTES = 1 << 20
 
@@ -315,7 +317,8 @@ class _Lines:
         """The whole lines of ``block`` (the last one too when ``final``), numbered from ``first``; and the
         bytes they take, newlines included."""
         text = np.frombuffer(block, dtype=np.uint8)
-        stops = np.flatnonzero(text == _NEWLINE)
+        stops = np.concatenate([np.flatnonzero(text[at : at + _SCAN_BYTES] == _NEWLINE) + at for at in range(0, len(text), _SCAN_BYTES)]
+                               or [np.zeros(0, dtype=np.int64)])
         used = int(stops[-1]) + 1 if len(stops) else 0
         if final and used < len(block):
             stops, used = np.append(stops, len(block)), len(block)
