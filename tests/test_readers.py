@@ -113,6 +113,60 @@ def test_jsonl_batches_bound_rows_and_number_across_them(tmp_path):
     assert frame[ROW].to_list() == list(range(1, 11))
 
 
+_GOOD_LINES = [b'{"model_a": "x", "n": 1, "c": [{"role": "user", "content": "hi"}]}', b'{"model_a": "\xc3\xa9", "m": {"k": 1.5}}',
+               b'{"model_a": "y", "n": "2", "m": {"j": true}}', b"{}"]
+_BAD_LINES = [b"{not json", b"[1, 2]", b"null", b'{"a": NaN}', b'{"a": 1} trailing', b'{"a": "\xff"}', b'{"a":']
+_ENDS = [b"\n", b"\r\n", b"\r\r\n", b"\n\n", b"\n \t\n", b"\n\x0c\n"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(_GOOD_LINES + _BAD_LINES), st.sampled_from(_ENDS)), max_size=40), st.booleans(),
+       st.booleans(), st.integers(1, 7), st.integers(1, 300))
+def test_jsonl_lines_read_a_block_at_a_time_number_and_split_like_python(tmp_path, lines, bom, last_end, batch_rows, batch_bytes):
+    """Whatever the blocks the file is read in (a line, a CRLF or a byte-order mark cut between two), every
+    non-blank line is a row or a quarantined row, numbered by physical line, batched as one line at a time would."""
+    from arena_cli.io import readers
+
+    data = (b"\xef\xbb\xbf" if bom else b"") + b"".join(line + end for line, end in lines)
+    if lines and not last_end:
+        data = data.removesuffix(lines[-1][1])
+    path = tmp_path / "v.jsonl"
+    path.write_bytes(data)
+    physical = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
+    expected = {number: line.rstrip(b"\r") for number, line in enumerate(physical, start=1) if line.rstrip(b"\r").strip()}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(readers, "JSONL_READ_BYTES", 1)
+        got = list(read_batches(path, "jsonl", batch_rows, None, batch_bytes))
+    whole = list(read_batches(path, "jsonl", batch_rows, None, batch_bytes))
+    assert [(b.frame[ROW].to_list(), b.rejected["source_row"].to_list()) for b in got] == [
+        (b.frame[ROW].to_list(), b.rejected["source_row"].to_list()) for b in whole]
+    sizes, size = [], 0  # lines per batch, as a line at a time would cut them
+    for line in expected.values():
+        size += len(line) + 1
+        if not sizes or sizes[-1][0] >= batch_rows or sizes[-1][1] >= batch_bytes:
+            sizes.append([0, 0])
+        sizes[-1] = [sizes[-1][0] + 1, sizes[-1][1] + len(line) + 1]
+    assert [b.frame.height + b.rejected.height for b in got] == [n for n, _ in sizes]
+    rows = {r: raw.encode() for b in got for r, raw in zip(b.frame[ROW], b.frame[RAW])}
+    rows |= {r: raw_bytes or raw.encode() for b in got for r, raw, raw_bytes in b.rejected.select("source_row", "raw", "raw_bytes").rows()}
+    assert rows == expected
+
+
+def test_jsonl_a_bad_line_leaves_its_neighbours_read_as_in_a_clean_batch(tmp_path):
+    """Only the lines at fault are parsed one by one: the good lines of a batch with junk in it read exactly as
+    without the junk (nested fields typed, not turned into text)."""
+    good = [b'{"model_a": "x", "c": [{"role": "user", "content": "a\\tb"}], "m": {"k": 1}}', b'{"model_a": "y", "m": {"j": "z"}}'] * 300
+    clean, junky = tmp_path / "clean.jsonl", tmp_path / "junky.jsonl"
+    clean.write_bytes(b"\n".join(good) + b"\n")
+    junk = [b"{not json", b"[1]", b'{"a": NaN}']
+    junky.write_bytes(b"".join(line + b"\n" + (junk[i % 3] + b"\n" if i % 97 == 5 else b"") for i, line in enumerate(good)))
+    _, clean_frame, _ = batches(clean, "jsonl", batch_rows=10_000)
+    _, junky_frame, rejected = batches(junky, "jsonl", batch_rows=10_000)
+    assert rejected.height == 7 and set(rejected["reason"]) == {"unparseable"}
+    assert junky_frame.schema == clean_frame.schema and junky_frame["c"].dtype == pl.List(pl.Struct({"role": pl.String, "content": pl.String}))
+    assert junky_frame.drop(ROW).equals(clean_frame.drop(ROW))
+
+
 def test_gzip_jsonl_reads_like_plain(tmp_path):
     lines = "\n".join(json.dumps({"model_a": "x", "i": i}) for i in range(5)) + "\n"
     (tmp_path / "v.jsonl").write_text(lines)

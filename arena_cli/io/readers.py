@@ -14,11 +14,12 @@ import io
 import json
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+import numpy as np
 import polars as pl
 
 if TYPE_CHECKING:
@@ -57,6 +58,14 @@ class _Bad:
         self.details.append(detail)
         self.raws.append(raw)
 
+    def extend_by_row(self, other: _Bad) -> None:
+        """Add the rows of ``other`` in the order of their row numbers."""
+        for i in sorted(range(len(other.rows)), key=other.rows.__getitem__):
+            self.rows.append(other.rows[i])
+            self.reasons.append(other.reasons[i])
+            self.details.append(other.details[i])
+            self.raws.append(other.raws[i])
+
     def frame(self) -> pl.DataFrame:
         """Quarantine rows: ``raw`` as text (invalid bytes escaped), ``raw_bytes`` exact when not UTF-8."""
         exact = [raw if reason == QuarantineReason.NON_UTF8.value else None for reason, raw in zip(self.reasons, self.raws)]
@@ -73,6 +82,10 @@ class _Bad:
         )
 
 
+class _Uneven(ValueError):
+    """The lines of a batch are JSON objects, but polars cannot read them as one frame."""
+
+
 def _json_objects_frame(data: bytes, lines: pl.Series) -> pl.DataFrame:
     """Parse JSON-object lines into a frame: every scalar field as text, nested fields with inferred types.
 
@@ -82,7 +95,8 @@ def _json_objects_frame(data: bytes, lines: pl.Series) -> pl.DataFrame:
     fields they know, reporting a wrong type per row. Nested values (conversations, metadata) keep their
     types because polars' text rendering of them is not JSON: it leaves backslashes and control characters
     unescaped, which would corrupt message texts. So a batch where one field is nested in some rows and
-    not in others (polars would render those values as text) raises, for :func:`_python_objects_frame`.
+    not in others (polars would render those values as text) raises :class:`_Uneven`, as does one that
+    polars splits into other lines than Python does.
     """
     inferred = pl.scan_ndjson(io.BytesIO(data), infer_schema_length=None).collect_schema()
     if not inferred:
@@ -90,7 +104,9 @@ def _json_objects_frame(data: bytes, lines: pl.Series) -> pl.DataFrame:
     schema = {k: t if t.is_nested() else pl.String for k, t in inferred.items()}
     frame = pl.read_ndjson(io.BytesIO(data), schema=schema)
     if _rendered_nested(lines, frame, pl.Struct(schema)):
-        raise ValueError("a field is nested in some rows and not in others")
+        raise _Uneven("a field is nested in some rows and not in others")
+    if frame.width and frame.height != lines.len():
+        raise _Uneven(f"read {frame.height} rows from {lines.len()} lines")
     return frame
 
 
@@ -141,32 +157,103 @@ def _as_text(value: Any) -> str | None:
     return str(value)
 
 
-def _python_objects_frame(rows: list[int], texts: list[str], bad: _Bad) -> pl.DataFrame:
-    """The slow path, for a batch polars cannot read as one frame (a line that is not a JSON object, or a
-    field with different shapes in different rows): parse line by line, quarantine the lines that are not
-    JSON objects, and give every field as text, nested values as exact JSON text."""
+def _json_object(text: str) -> dict:
+    """One line parsed as Python's json module does, raising ValueError unless it is a JSON object of text
+    that can be written back as UTF-8."""
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+        if not isinstance(value, dict):
+            raise ValueError(f"a JSON {type(value).__name__}, not an object")
+        json.dumps(value, ensure_ascii=False).encode("utf-8")  # a lone surrogate escape is no character
+    except (ValueError, UnicodeEncodeError, RecursionError) as error:
+        raise ValueError("nested too deeply" if isinstance(error, RecursionError) else str(error)) from None
+    return value
+
+
+def _quarantine_line(bad: _Bad, row: int, text: str, error: ValueError) -> None:
+    bad.add(row, QuarantineReason.UNPARSEABLE, f"invalid JSON: {error}", text.encode("utf-8", errors="surrogatepass"))
+
+
+def _python_objects_frame(rows: Sequence[int], texts: list[str], bad: _Bad) -> pl.DataFrame:
+    """The slow path, for a batch polars cannot read as one frame (a field with different shapes in different
+    rows, a number polars refuses): parse line by line, quarantine the lines that are not JSON objects, and
+    give every field as text, nested values as exact JSON text."""
     kept_rows: list[int] = []
     kept_texts: list[str] = []
     values: list[dict] = []
     for row, text in zip(rows, texts):
         try:
-            value = json.loads(text, parse_constant=_reject_constant)
-            if not isinstance(value, dict):
-                raise ValueError(f"a JSON {type(value).__name__}, not an object")
-            json.dumps(value, ensure_ascii=False).encode("utf-8")  # a lone surrogate escape is no character
-        except (ValueError, UnicodeEncodeError, RecursionError) as error:
-            reason = "nested too deeply" if isinstance(error, RecursionError) else str(error)
-            bad.add(row, QuarantineReason.UNPARSEABLE, f"invalid JSON: {reason}", text.encode("utf-8", errors="surrogatepass"))
+            values.append(_json_object(text))
+        except ValueError as error:
+            _quarantine_line(bad, row, text, error)
             continue
         kept_rows.append(row)
         kept_texts.append(text)
-        values.append(value)
     keys = dict.fromkeys(k for value in values for k in value)
     frame = pl.DataFrame({k: [_as_text(v.get(k)) for v in values] for k in keys}, schema={k: pl.String for k in keys})
     return _numbered(frame, kept_rows, pl.Series(RAW, kept_texts, dtype=pl.String))
 
 
-def _parse_lines(source: str, rows: list[int], data: bytes) -> RawBatch:
+#: Lines a batch that polars cannot read is cut into, piece by piece, to find the lines at fault; a piece of at
+#: most ``_FEW_LINES`` lines that polars cannot read is parsed line by line.
+_PIECES = 16
+_FEW_LINES = 64
+
+
+def _suspect_lines(data: bytes, ends: np.ndarray, lines: pl.Series, lo: int, hi: int) -> list[int]:
+    """The lines in ``[lo, hi)`` of a batch (``ends``: where each line ends in ``data``, after its newline)
+    that may be what polars cannot read: those of the few-line pieces it cannot read. A piece it reads,
+    though not as one frame (:class:`_Uneven`), holds none."""
+    if hi - lo <= _FEW_LINES:
+        return list(range(lo, hi))
+    suspects: list[int] = []
+    step = -(-(hi - lo) // _PIECES)
+    for start in range(lo, hi, step):
+        stop = min(start + step, hi)
+        try:
+            _json_objects_frame(data[ends[start - 1] if start else 0 : ends[stop - 1]], lines.slice(start, stop - start))
+        except _Uneven:
+            pass
+        except Exception:
+            suspects += _suspect_lines(data, ends, lines, start, stop)
+    return suspects
+
+
+def _objects_frame(rows: np.ndarray, data: bytes, lines: pl.Series, bad: _Bad) -> pl.DataFrame:
+    """The batch's JSON objects as one frame, read by polars as a whole. When polars cannot read it, the lines
+    at fault are found by reading pieces of the batch, those that are not JSON objects are quarantined, and
+    the rest are read as a whole again (line by line when that fails too, or when no line was at fault)."""
+    try:
+        return _numbered(_json_objects_frame(data, lines), rows, lines)
+    except _Uneven:
+        return _python_objects_frame(rows.tolist(), lines.to_list(), bad)
+    except Exception:
+        pass
+    ends = np.cumsum(lines.str.len_bytes().to_numpy() + 1)
+    keep = np.ones(len(rows), dtype=bool)
+    faulty = _Bad(bad.source)
+    for line in _suspect_lines(data, ends, lines, 0, len(rows)):
+        text = lines[line]
+        try:
+            _json_object(text)
+        except ValueError as error:
+            _quarantine_line(faulty, int(rows[line]), text, error)
+            keep[line] = False
+    frame = None
+    if not keep.all():
+        rows, lines = rows[keep], lines.filter(keep)
+        data = b"".join(data[(ends[i - 1] if i else 0) : ends[i]] for i in np.flatnonzero(keep))
+        try:
+            frame = _numbered(_json_objects_frame(data, lines), rows, lines)
+        except Exception:
+            pass
+    if frame is None:
+        frame = _python_objects_frame(rows.tolist(), lines.to_list(), faulty)
+    bad.extend_by_row(faulty)
+    return frame
+
+
+def _parse_lines(source: str, rows: np.ndarray, data: bytes) -> RawBatch:
     """One batch of JSON lines (``data``: the non-blank lines, each ended by a newline; ``rows``: their line
     numbers) -> frame; undecodable or unparseable lines go to quarantine, the rest survive.
 
@@ -175,21 +262,17 @@ def _parse_lines(source: str, rows: list[int], data: bytes) -> RawBatch:
     lines = _lines_of(data, len(rows))
     if lines is None:  # not all UTF-8 (or split unlike Python would): line by line
         good_rows, texts = [], []
-        for row, line in zip(rows, data.split(b"\n")):
+        for row, line in zip(rows.tolist(), data.split(b"\n")):
             try:
                 texts.append(line.decode("utf-8"))
                 good_rows.append(row)
             except UnicodeDecodeError as error:
                 bad.add(row, QuarantineReason.NON_UTF8, f"invalid UTF-8 byte at offset {error.start}", line)
-        rows, lines = good_rows, pl.Series(RAW, texts, dtype=pl.String)
+        rows, lines = np.array(good_rows, dtype=np.int64), pl.Series(RAW, texts, dtype=pl.String)
         data = "".join(t + "\n" for t in texts).encode()
-    if not rows:
-        return RawBatch(_numbered(pl.DataFrame(), [], lines), bad.frame())
-    try:
-        frame = _numbered(_json_objects_frame(data, lines), rows, lines)
-    except Exception:
-        frame = _python_objects_frame(rows, lines.to_list(), bad)
-    return RawBatch(frame, bad.frame())
+    if not len(rows):
+        return RawBatch(_numbered(pl.DataFrame(), rows, lines), bad.frame())
+    return RawBatch(_objects_frame(rows, data, lines, bad), bad.frame())
 
 
 def _lines_of(data: bytes, count: int) -> pl.Series | None:
@@ -205,34 +288,96 @@ def _lines_of(data: bytes, count: int) -> pl.Series | None:
     return lines
 
 
-def _numbered(frame: pl.DataFrame, rows: list[int], lines: pl.Series) -> pl.DataFrame:
+def _numbered(frame: pl.DataFrame, rows: Sequence[int] | np.ndarray, lines: pl.Series) -> pl.DataFrame:
     """Add the row numbers and original lines (a frame of no fields, from ``{}`` lines, gets them alone)."""
-    if frame.width and frame.height != len(rows):
-        raise ValueError(f"read {frame.height} rows from {len(rows)} lines")
     numbered = pl.DataFrame({ROW: pl.Series(rows, dtype=pl.Int64), RAW: lines.cast(pl.String)})
     return pl.concat([frame, numbered], how="horizontal") if frame.width else numbered
 
 
+#: Bytes a line may be made of and still be blank (what ``bytes.strip`` takes away), and a line's end.
+_SPACE = np.frombuffer(b" \t\n\r\x0b\x0c", dtype=np.uint8)
+_NEWLINE, _CR = ord("\n"), ord("\r")
+#: Bytes searched for newlines at a time (a mask of a whole block would cost more to allocate than to fill).
+_SCAN_BYTES = 1 << 20
+#: Bytes of a JSON-lines file read at a time at least (more when ``batch_bytes`` says so).
+JSONL_READ_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class _Lines:
+    """The lines found in a block of a JSON-lines file: where each starts and stops (a CR before its newline
+    left out), its number in the file, and whether it holds anything but white space."""
+
+    starts: np.ndarray
+    stops: np.ndarray
+    numbers: np.ndarray
+    filled: np.ndarray
+
+    @classmethod
+    def of(cls, block: bytes, first: int, final: bool) -> tuple[_Lines, int]:
+        """The whole lines of ``block`` (the last one too when ``final``), numbered from ``first``; and the
+        bytes they take, newlines included."""
+        text = np.frombuffer(block, dtype=np.uint8)
+        stops = np.concatenate([np.flatnonzero(text[at : at + _SCAN_BYTES] == _NEWLINE) + at for at in range(0, len(text), _SCAN_BYTES)]
+                               or [np.zeros(0, dtype=np.int64)])
+        used = int(stops[-1]) + 1 if len(stops) else 0
+        if final and used < len(block):
+            stops, used = np.append(stops, len(block)), len(block)
+        starts = np.concatenate(([0], stops[:-1] + 1)) if len(stops) else stops
+        while len(stops):  # line.rstrip(b"\r\n"): every CR at the end of the line goes
+            cr = (stops > starts) & (text[stops - 1] == _CR)
+            if not cr.any():
+                break
+            stops = np.where(cr, stops - 1, stops)
+        filled = (stops > starts) & ~np.isin(text[np.minimum(starts, max(len(text) - 1, 0))], _SPACE)
+        for line in np.flatnonzero(~filled & (stops > starts)):  # starts with white space: blank only if all is
+            filled[line] = bool(block[starts[line] : stops[line]].strip())
+        return cls(starts, stops, first + np.arange(len(stops)), filled), used
+
+
+def _line_batches(handle: IO[bytes], batch_rows: int, batch_bytes: int) -> Iterator[tuple[np.ndarray, bytes]]:
+    """The non-blank lines of a JSON-lines file in batches, as read: (their line numbers, the lines each ended
+    by a newline, CRs at a line's end and a byte-order mark at the file's start dropped). A batch ends after
+    ``batch_rows`` lines or after the line that brings it to ``batch_bytes`` bytes.
+
+    The file is read a block at a time and its lines found with numpy, not one by one."""
+    size = max(batch_bytes, JSONL_READ_BYTES)
+    piece = handle.read(max(size, len(codecs.BOM_UTF8)))
+    block, first, final = piece.removeprefix(codecs.BOM_UTF8), 1, not piece  # a byte-order mark is no part of line 1
+    while True:
+        found, used = _Lines.of(block, first, final)
+        kept = np.flatnonzero(found.filled)
+        ends = np.cumsum(found.stops[kept] - found.starts[kept] + 1)  # bytes of the kept lines, newlines included
+        start = 0  # of the kept lines not yet given
+        while start < len(kept):
+            before = int(ends[start - 1]) if start else 0
+            stop = min(start + batch_rows, int(np.searchsorted(ends, before + batch_bytes)) + 1, len(kept))
+            if not final and stop - start < batch_rows and ends[stop - 1] - before < batch_bytes:
+                break  # not a whole batch yet: read on
+            lines = kept[start:stop]
+            yield found.numbers[lines], _joined(block, found.starts[lines], found.stops[lines])
+            start = stop
+        rest = int(kept[start - 1]) + 1 if start else 0  # the first line not given (blank lines given or not alike)
+        given = int(found.starts[rest]) if rest < len(found.starts) else used
+        block, first = block[given:], first + rest
+        if final:
+            return
+        piece = handle.read(size)
+        block, final = block + piece, not piece
+
+
+def _joined(block: bytes, starts: np.ndarray, stops: np.ndarray) -> bytes:
+    """The lines from ``block`` each ended by a newline: a slice of it when they follow one another there."""
+    first, last = int(starts[0]), int(stops[-1])
+    if last < len(block) and block[last] == _NEWLINE and last - first + 1 == int((stops - starts + 1).sum()):
+        return block[first : last + 1]
+    return b"".join(block[int(a) : int(b)] + b"\n" for a, b in zip(starts, stops))
+
+
 def read_jsonl(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, batch_bytes: int = BATCH_BYTES) -> Iterator[RawBatch]:
-    source = str(path)
-    rows: list[int] = []
-    block = bytearray()
     with opened(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            line = line.rstrip(b"\r\n")
-            if number == 1:
-                line = line.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark
-            if not line.strip():
-                continue
-            rows.append(number)
-            block += line
-            block += b"\n"
-            if len(rows) >= batch_rows or len(block) >= batch_bytes:
-                batch = _parse_lines(source, rows, bytes(block))
-                rows, block = [], bytearray()  # let go of this batch's lines before handing it on
-                yield batch
-    if rows:
-        yield _parse_lines(source, rows, bytes(block))
+        for rows, data in _line_batches(handle, batch_rows, batch_bytes):
+            yield _parse_lines(str(path), rows, data)
 
 
 #: Bytes of a JSON array read at a time (more when one record is longer).
@@ -363,11 +508,11 @@ def read_json_array(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, batch_byte
             rows.append(number)
             block += _record_line(record)
             if len(rows) >= batch_rows or len(block) >= batch_bytes:
-                batch = _parse_lines(str(path), rows, bytes(block))
+                batch = _parse_lines(str(path), np.array(rows, dtype=np.int64), bytes(block))
                 rows, block = [], bytearray()
                 yield batch
     if rows:
-        yield _parse_lines(str(path), rows, bytes(block))
+        yield _parse_lines(str(path), np.array(rows, dtype=np.int64), bytes(block))
 
 
 class _RecordingLines:
