@@ -67,12 +67,14 @@ SHORT_TEXT_BYTES = 32
 @dataclass(frozen=True)
 class LeanParquet:
     """What a lean read takes from one parquet file: the columns (None: all of them, for the Kaggle dialect),
-    and whether they are narrow (no texts, nothing nested)."""
+    whether they are narrow (no texts, nothing nested but a struct of numbers), and whether the footer shows
+    every ``conv_metadata`` count in range (then no row needs its counts checked)."""
 
     schema: pl.Schema
     plan: Plan
     columns: list[str] | None
     narrow: bool
+    counts_in_range: bool = False
 
     def batch_rows(self, options: InputOptions) -> int:
         if not self.narrow:
@@ -95,14 +97,15 @@ def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> L
     plan = lean_plan(plan_for(list(schema), options, str(path)), columns)
     if plan.dialect == "kaggle":
         return LeanParquet(schema, plan, None, narrow=False)
-    if "conv_metadata" in plan.columns and not set(META_COLUMNS) & set(columns) and _counts_in_range(path, schema, plan.columns["conv_metadata"]):
+    counts_in_range = "conv_metadata" in plan.columns and _counts_in_range(path, schema, plan.columns["conv_metadata"])
+    if counts_in_range and not set(META_COLUMNS) & set(columns):
         # read only to be checked, and no row can fail its checks: not read at all
         plan = Plan(plan.dialect, {k: v for k, v in plan.columns.items() if k != "conv_metadata"}, plan.extras)
     read = [c for c in dict.fromkeys([*plan.columns.values(), *plan.extras]) if c in schema]
     narrow = all(_numbers_only(schema[plan.columns[f]]) for f in TEXT_FIELDS if f in plan.columns) and not any(
         schema[c].is_nested() and not _numbers_only(schema[c]) for c in read
     )
-    return LeanParquet(schema, plan, read, narrow)
+    return LeanParquet(schema, plan, read, narrow, counts_in_range)
 
 
 def _counts_in_range(path: Path, schema: pl.Schema, column: str) -> bool:
