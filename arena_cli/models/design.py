@@ -213,12 +213,17 @@ def _outcome_expr(options: FitOptions) -> pl.Expr:
     return lookup(pl.col("outcome").cast(pl.String), mapping, UNKNOWN, pl.Int8())
 
 
-@dataclass(frozen=True)
+@dataclass
 class Encoded:
     """Battle parts already reduced by an :class:`Encoder` (as they were read: see ``reduce`` in
-    :func:`arena_cli.models.inputs.load_fit_battles`) for fits with the same options."""
+    :func:`arena_cli.models.inputs.load_fit_battles`) for a fit with the same options. The fit takes them
+    (:meth:`take`), so that they are let go as it turns them into arrays (5 GB for a style fit of 100M votes)."""
 
-    parts: Sequence[Frame]
+    parts: list[Frame]
+
+    def take(self) -> list[Frame]:
+        parts, self.parts = self.parts, []
+        return parts
 
 
 #: Battles: one frame, or the parts of one table (same columns), which are read and reduced one at a time.
@@ -319,7 +324,7 @@ def _encode(battles: Battles, encode: Encoder) -> _Encoded:
     options, terms = encode.options, encode.terms
     raw: list[Frame] | None
     if isinstance(battles, Encoded):
-        raw, encoded_parts = None, list(battles.parts)
+        raw, encoded_parts = None, battles.take()
     else:
         raw = [battles] if isinstance(battles, (pl.DataFrame, pl.LazyFrame)) else list(battles)
         encoded_parts = [encode(part.lazy()) for part in raw]
@@ -327,7 +332,9 @@ def _encode(battles: Battles, encode: Encoder) -> _Encoded:
         raise NoDataError("no battles to fit")
     # polars' streaming engine reads a stored part and encodes it in one pass (12-14% faster than the in-memory
     # engine for style fits of 1M and 5M votes, and a smaller peak): the per-side counts are never held whole
-    encoded = pl.concat([part.lazy().collect(engine="streaming") for part in encoded_parts], how="vertical_relaxed", rechunk=False)
+    encoded = pl.concat([part if isinstance(part, pl.DataFrame) else part.collect(engine="streaming") for part in encoded_parts],
+                        how="vertical_relaxed", rechunk=False)
+    del encoded_parts  # (a part read already is not copied, and now held by ``encoded`` alone)
     if encoded.height == 0:
         raise NoDataError("no battles left after filtering")
     vote_order = None
