@@ -14,6 +14,9 @@ import polars as pl
 from arena_cli.io.index import BattleIndex, SortedRuns, content_key, content_words
 from arena_cli.schema import BATTLE_SCHEMA, DEFAULTS, QUARANTINE_SCHEMA, QuarantineReason
 
+#: How the id the tool makes for a vote without one begins (``sha-`` and 24 hex digits of its content hash).
+CONTENT_ID = "sha-"
+
 #: Part of every hashed text: bumped when what a hash covers changes (ids made from hashes change with it).
 HASH_VERSION = "v2"
 HASH_CHUNK_ROWS = 25_000
@@ -97,7 +100,7 @@ def add_hashes(accepted: pl.DataFrame, occurrences: SortedRuns) -> pl.DataFrame:
         counts = counts.select("content_hash", pl.Series("__seen", seen.astype(np.int64)))
         without = without.join(counts, on="content_hash", how="left").with_columns((pl.col("__k") + pl.col("__seen")).alias("__k"))
         without = without.with_columns(
-            pl.concat_str(pl.lit("sha-"), pl.col("content_hash").str.slice(0, 24), pl.when(pl.col("__k") > 0).then(pl.format("~{}", pl.col("__k"))).otherwise(pl.lit(""))).alias("battle_id")
+            pl.concat_str(pl.lit(CONTENT_ID), pl.col("content_hash").str.slice(0, 24), pl.when(pl.col("__k") > 0).then(pl.format("~{}", pl.col("__k"))).otherwise(pl.lit(""))).alias("battle_id")
         ).drop("__k", "__seen")
         frame = pl.concat([frame.filter(~missing), without], how="vertical_relaxed").sort("__order").drop("__order")
     return frame

@@ -17,6 +17,7 @@ import polars as pl
 from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMNS, conv_metadata_shape_checks
 from arena_cli.io.dialects import Plan, plan_for
 from arena_cli.io.options import InputOptions
+from arena_cli.io.duplicates import CONTENT_ID
 from arena_cli.io.fields import MAX_COUNT, field_path
 from arena_cli.io.footer import integer_ranges
 from arena_cli.io.readers import parquet_schema
@@ -30,8 +31,6 @@ VALIDATED = (
     "model_a", "model_b", "outcome", "weight", "timestamp", "turn", "anony", "conversation_a", "conversation_b", "conv_metadata",
     *META_COLUMNS, *sorted(FEATURE_COUNT_COLUMNS | FEATURE_DENSITY_COLUMNS),
 )
-#: How a content-hash id (one the tool made for a vote without an id) begins.
-CONTENT_ID = "sha-"
 #: Columns that only a full read computes (a lean read is refused when any is asked for).
 IDENTITY = ("battle_id", "content_hash", "source_file", "source_row")
 

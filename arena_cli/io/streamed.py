@@ -17,7 +17,8 @@ import polars as pl
 from arena_cli.exprs import lookup
 from arena_cli.io.canonical import Check, canonicalize, extra_exprs, field_exprs, id_expr, typed_meta
 from arena_cli.io.fields import changed_values, parse_text
-from arena_cli.io.lean import CONTENT_ID, LeanIds, LeanParquet, select_wanted
+from arena_cli.io.duplicates import CONTENT_ID
+from arena_cli.io.lean import LeanIds, LeanParquet, select_wanted
 from arena_cli.io.readers import ROW, corrupt_parquet, scan_parquet
 from arena_cli.io.results import IngestResult, ReadPath, SourceSummary
 from arena_cli.schema import Frame, conform, empty_quarantine
