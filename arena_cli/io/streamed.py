@@ -1,15 +1,16 @@
-"""Streamed reads: lean reads of parquet logs whose rows need no trimming or mapping, by polars' streaming engine.
+"""Streamed reads: lean reads of parquet logs whose rows need no trimming or mapping, a slice at a time.
 
 Why: most logs a fit reads were written by tools, with trimmed model names and known winner labels, and few
 rows to reject (self-battles, say). For files of narrow columns (no texts; nothing nested but a struct of
-counts, as LMArena's ``conv_metadata``), one streaming read feeds three queries: the rows taken as they are,
-mapped by ``map_batch`` (so the read columns are never held whole); the others, which :func:`canonicalize` must
-reject every one of; and the names and ids, which must need no trimming and no hashes.
+counts, as LMArena's ``conv_metadata``), each slice of rows is read once and gives: the rows taken as they are,
+mapped by ``map_batch`` (so only the mapped values are held for the whole file); the others, which
+:func:`canonicalize` must reject every one of; and the names and ids, which must need no trimming and no hashes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -30,7 +31,7 @@ def read_streamed(
 ) -> IngestResult | ReadPath:
     """The battles of ``paths`` (each with its :class:`LeanParquet`, all streamable); or the path to read them by
     instead: :attr:`ReadPath.LEAN` when a model name needs trimming or a label normalising, :attr:`ReadPath.FULL`
-    when ids need hashes (see :class:`LeanIds`). ``map_batch`` gets each file's canonical query, lazily."""
+    when ids need hashes (see :class:`LeanIds`). ``map_batch`` gets each slice's canonical query, lazily."""
     lean_ids = LeanIds()
     summaries: list[SourceSummary] = []  # one per source, as batch reads give
     quarantine: list[pl.DataFrame] = []
@@ -52,46 +53,62 @@ def read_streamed(
     return IngestResult(pl.concat(battles, how="diagonal_relaxed"), pl.concat(quarantine), summaries)
 
 
-#: Rows per streaming query: polars' streaming engine holds memory in proportion to the rows a query reads (for a
-#: style fit of LMArena's nested parquet, 2.2 GB for a query of 4M rows, 0.6 GB for 1M), so a file is read a
-#: slice of row groups at a time.
+#: Rows per slice: a file is read a slice of rows at a time, each slice whole in memory (about 0.3 GB at 1M rows
+#: for a style fit of LMArena's nested parquet), so that memory is bounded by the slice and every check and map
+#: of a slice shares one read of it (as queries of their own, each would read the file again).
 SLICE_ROWS = 1_000_000
+
+
+@dataclass(frozen=True)
+class _Slice:
+    """What one slice of a file gives: the ids of the battles taken as they are (64-bit hashes, null for none;
+    whether each looks like a content-hash id), those battles, mapped, and quarantine of the others."""
+
+    ids: pl.DataFrame
+    battles: pl.DataFrame
+    rejected: pl.DataFrame
 
 
 def _read_file(
     path: Path, lean: LeanParquet, labels: dict[str, str], columns: Sequence[str], map_batch: Callable[[Frame], Frame]
 ) -> tuple[int, pl.DataFrame, pl.DataFrame, pl.DataFrame] | None:
-    """One streaming pass over a file, a slice at a time (each read shared by three queries): (rows, the ids of
-    the battles taken as they are (64-bit hashes, null for none; whether each looks like a content-hash id),
-    those battles, mapped, quarantine of the others); None if a model name needs trimming, or a row not taken
-    is one that :func:`canonicalize` accepts (a label to normalise): the batch path reads such files."""
-    numbered = _scan(path, lean).with_row_index(ROW, offset=1).with_columns(_as_is(lean, labels).alias("__as_is"))
-    rows = _streamed_collect([_scan(path, lean).select(pl.len())], path)[0].item()
-    slices = [_read_slice(numbered.slice(start, SLICE_ROWS), path, lean, labels, columns, map_batch) for start in range(0, max(rows, 1), SLICE_ROWS)]
-    names = pl.concat([name for found, _, _ in slices for name in (found["names_a"][0], found["names_b"][0])]).unique().to_frame("name")
-    if changed_values(names, "name", parse_text("name", pl.String())) is not None:
-        return None
-    rejected = empty_quarantine()
-    others = pl.concat([found["others"][0] for found, _, _ in slices])
-    if others.len():  # read again, those rows only (a query of its own: as a fourth one, it slows the read)
-        [other_rows] = _streamed_collect([numbered.filter(pl.col(ROW).is_in(others.implode())).drop("__as_is")], path)
-        accepted, rejected = canonicalize(other_rows.with_columns(pl.col(ROW).cast(pl.Int64)), lean.plan, labels, str(path))
-        if accepted.height:
+    """One pass over a file, a slice at a time: (rows, ids, battles taken, mapped, quarantine; see :class:`_Slice`);
+    None if a model name needs trimming, or a row not taken is one that :func:`canonicalize` accepts (a label to
+    normalise): the batch path reads such files."""
+    scan = scan_parquet(path).select(lean.columns)
+    rows = _collect(scan.select(pl.len()), path).item()
+    slices: list[_Slice] = []
+    for start in range(0, max(rows, 1), SLICE_ROWS):
+        found = _read_slice(_collect(scan.slice(start, SLICE_ROWS), path), start, path, lean, labels, columns, map_batch)
+        if found is None:
             return None
-    ids = pl.concat([taken_ids for _, taken_ids, _ in slices])
-    taken = pl.concat([battles for _, _, battles in slices], how="diagonal_relaxed", rechunk=False)
-    return rows, ids, taken, rejected
+        slices.append(found)
+    ids = pl.concat([found.ids for found in slices])
+    taken = pl.concat([found.battles for found in slices], how="diagonal_relaxed", rechunk=False)
+    return rows, ids, taken, pl.concat([empty_quarantine(), *(found.rejected for found in slices)])
 
 
 def _read_slice(
-    numbered: pl.LazyFrame, path: Path, lean: LeanParquet, labels: dict[str, str], columns: Sequence[str], map_batch: Callable[[Frame], Frame]
-) -> list[pl.DataFrame]:
-    """The three queries of one slice of a file's rows: its names, rows not taken; ids; battles taken, mapped."""
+    frame: pl.DataFrame, start: int, path: Path, lean: LeanParquet, labels: dict[str, str], columns: Sequence[str],
+    map_batch: Callable[[Frame], Frame],
+) -> _Slice | None:
+    """One slice of a file's rows (``start`` the first's place), checked and mapped; None as for :func:`_read_file`."""
     schema, plan = lean.schema, lean.plan
     col = plan.columns
+    names = frame.select(pl.concat([pl.col(col["model_a"]).unique(), pl.col(col["model_b"]).unique()]).unique().alias("name"))
+    if changed_values(names, "name", parse_text("name", pl.String())) is not None:
+        return None
+    as_is = frame.select(_as_is(lean, labels)).to_series()
+    rejected = empty_quarantine()
+    if not as_is.all():
+        others = frame.with_row_index(ROW, offset=start + 1).filter(~as_is).with_columns(pl.col(ROW).cast(pl.Int64))
+        accepted, rejected = canonicalize(others, plan, labels, str(path))
+        if accepted.height:
+            return None
+        frame = frame.filter(as_is)
     fields, _ = _typed_fields(lean)
-    as_is, battle_id = pl.col("__as_is"), id_expr(schema, col)
-    canonical = numbered.filter(as_is).select(
+    battle_id = id_expr(schema, col)
+    canonical = frame.lazy().select(
         pl.col(col["model_a"]).alias("model_a"),
         pl.col(col["model_b"]).alias("model_b"),
         lookup(pl.col(col["outcome"]), labels, None, pl.String()).alias("outcome"),  # every label is a known one as it is
@@ -99,26 +116,15 @@ def _read_slice(
         *[e.alias(k) for k, e in extra_exprs(schema, plan).items()],
         battle_id.alias("battle_id"),
     )
-    checks = numbered.select(
-        pl.col(col["model_a"]).unique().implode().alias("names_a"),  # of every row: a name to trim anywhere sends the file to batches
-        pl.col(col["model_b"]).unique().implode().alias("names_b"),
-        pl.col(ROW).filter(~as_is).implode().alias("others"),
+    ids = frame.select(battle_id.alias("id")).select(
+        pl.when(pl.col("id").is_not_null()).then(pl.col("id").hash()).alias("hash"), pl.col("id").str.starts_with(CONTENT_ID).alias("content")
     )
-    # the ids of the rows taken, row by row (as aggregates of a filtered column, polars would hold the ids whole)
-    taken_id = pl.col("__id")
-    ids = numbered.filter(as_is).select(battle_id.alias("__id")).select(
-        pl.when(taken_id.is_not_null()).then(taken_id.hash()).alias("hash"), taken_id.str.starts_with(CONTENT_ID).alias("content")
-    )
-    return _streamed_collect([checks, ids, map_batch(select_wanted(conform(canonical), columns)).lazy()], path)
+    return _Slice(ids, _collect(map_batch(select_wanted(conform(canonical), columns)).lazy(), path), rejected)
 
 
-def _scan(path: Path, lean: LeanParquet) -> pl.LazyFrame:
-    return scan_parquet(path).select(lean.columns)
-
-
-def _streamed_collect(queries: list[pl.LazyFrame], path: Path) -> list[pl.DataFrame]:
+def _collect(query: pl.LazyFrame, path: Path) -> pl.DataFrame:
     try:
-        return pl.collect_all(queries, engine="streaming")
+        return query.collect()
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as error:
         raise corrupt_parquet(path, error) from None
 

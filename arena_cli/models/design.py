@@ -252,6 +252,10 @@ class Encoder:
     ``columns``: the battle columns it reads (besides the per-side counts of the style's feature groups, which
     the loader computes or reads): a loader asks for these. ``TIMESTAMP`` is among them when the method needs
     vote order; battles without it are taken in the order read.
+
+    When nothing is per battle (no style terms, no clusters, no vote order), the votes of a frame are counted
+    by ordered pair, outcome and weight instead (``_count``): a plain fit of 100M votes then holds a few hundred
+    thousand rows, not 100M.
     """
 
     def __init__(self, options: FitOptions):
@@ -278,7 +282,7 @@ class Encoder:
         if options.cluster and options.cluster not in schema:
             raise InputError(f"--cluster {options.cluster!r}: no such column (columns: {', '.join(schema)})")
         style, unusable = _style_exprs(schema, self.terms, options.style_transform)
-        return frame.select(
+        encoded = frame.select(
             # global categories: a model has the same code in both columns and every part, so each name is hashed once
             pl.col("model_a").cast(pl.String).cast(pl.Categorical).alias("_a"),
             pl.col("model_b").cast(pl.String).cast(pl.Categorical).alias("_b"),
@@ -289,6 +293,12 @@ class Encoder:
             *(value.alias(f"_style{i}") for i, value in enumerate(style)),
             *(check.alias(f"_unusable{i}") for i, check in enumerate(unusable)),
         )
+        return encoded.group_by(ENCODED_CELL).agg(pl.len().alias(COUNT)) if self.counts_votes else encoded
+
+    @property
+    def counts_votes(self) -> bool:
+        """Whether the encoded votes are counted per cell (see the class): none of their values is per battle."""
+        return not self.terms and not self.options.cluster and not self.ordered
 
     def counted(self, encoded: pl.DataFrame) -> bool:
         """Whether every encoded battle has the per-side counts of the style's feature groups and features: a
@@ -300,6 +310,11 @@ class Encoder:
             for i, term in enumerate(self.terms) if term in STYLE_GROUPS or term in BY_NAME
         ]
         return not missing or not encoded.select(pl.any_horizontal(missing).any()).item()
+
+
+#: The encoded columns that make a cell of a plain fit, and the column of votes per cell.
+ENCODED_CELL = ("_a", "_b", "_outcome", "_weight")
+COUNT = "_count"
 
 
 @dataclass(frozen=True)
@@ -353,16 +368,16 @@ def _encode(battles: Battles, encode: Encoder) -> _Encoded:
                 f"style feature {term!r}: per-side values that are negative or not numbers; the (a - b)/(a + b + 1) "
                 f"transform needs counts. Give a signed covariate as one battle-level column instead (e.g. {term}_diff)."
             )
+    votes = encoded[COUNT].cast(pl.Float64).to_numpy() if encode.counts_votes else None
     if (outcome == UNKNOWN).any():  # (battles read by arena-cli are validated: only a library caller's can have these)
         unknown = [part.lazy().filter(_outcome_expr(options) == UNKNOWN).select(pl.col("outcome").cast(pl.String)) for part in raw or ()]
         labels = sorted(pl.concat(unknown).unique().collect().to_series().to_list())[:5] if unknown else []
-        raise InputError(
-            f"{int((outcome == UNKNOWN).sum())} battle(s) have an unknown outcome {labels}; expected model_a, model_b, tie, both_bad"
-        )
+        unknown_votes = int((outcome == UNKNOWN).sum()) if votes is None else int(votes[outcome == UNKNOWN].sum())
+        raise InputError(f"{unknown_votes} battle(s) have an unknown outcome {labels}; expected model_a, model_b, tie, both_bad")
     names, (a, b) = _model_codes(encoded["_a"], encoded["_b"])
     weight = _vote_weights(encoded)
-    if not terms and not options.cluster and vote_order is None:
-        a, b, outcome, count, weight = _aggregate(a, b, outcome, len(names), weight=weight)
+    if votes is not None:  # (cells of each part: the same cell can come from several parts)
+        a, b, outcome, count, weight = _aggregate(a, b, outcome, len(names), votes, weight=weight)
         return _Encoded(names, a, b, outcome, count, np.zeros((0, a.size)), None, None, weight)
     cluster = _alone_clusters(encoded["_cluster"].rank("dense").fill_null(0).cast(pl.Int64).to_numpy()) if options.cluster else None
     # the (k, battles) array the solvers use, a term at a time, each column let go once copied: the frame and
