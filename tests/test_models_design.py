@@ -44,9 +44,20 @@ def test_plain_fits_count_identical_battles_once_per_pair_and_outcome():
     assert styled.n_rows == styled.n_battles == 7
 
 
+def test_plain_fits_count_votes_per_cell_as_each_part_is_encoded():
+    rows = [("a", "b", "model_a")] * 3 + [("b", "a", "model_a")] * 2 + [("a", "b", "tie"), ("a", "b", "model_a")]
+    encoded = D.Encoder(FitOptions(min_battles=1))(frame(rows).lazy()).collect()
+    assert encoded.height == 3 and encoded[D.COUNT].sum() == 7
+    whole = D.prepare(frame(rows), FitOptions(min_battles=1))
+    parts = D.prepare(D.Encoded([D.Encoder(FitOptions(min_battles=1))(frame(part).lazy()) for part in (rows[:4], rows[4:])]), FitOptions(min_battles=1))
+    assert (parts.a.tolist(), parts.b.tolist(), parts.outcome.tolist(), parts.count.tolist()) == (
+        whole.a.tolist(), whole.b.tolist(), whole.outcome.tolist(), whole.count.tolist())
+    assert not D.Encoder(FitOptions(style="score")).counts_votes and not D.Encoder(FitOptions(method="elo")).counts_votes
+
+
 def test_bad_outcomes_and_missing_columns_are_input_errors():
-    with pytest.raises(InputError, match="unknown outcome"):
-        D.prepare(frame([("a", "b", "left")]), FitOptions(min_battles=1))
+    with pytest.raises(InputError, match="^3 battle"):
+        D.prepare(frame([("a", "b", "left")] * 3 + [("a", "b", "tie")]), FitOptions(min_battles=1))
     with pytest.raises(InputError, match="no model_a, model_b or outcome"):
         D.prepare(frame([("a", "b", None), ("a", "b", "tie")]), FitOptions(min_battles=1))
     with pytest.raises(InputError, match="no 'outcome' column"):
