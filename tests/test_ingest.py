@@ -443,6 +443,22 @@ def test_streamed_reads_map_within_the_query_and_check_ids_across_files(tmp_path
     assert read_sources([idless, idless], columns=STREAMED_COLUMNS).battles.height == 4  # one vote in two logs
 
 
+def test_streamed_reads_give_vote_weights_only_where_the_log_has_them(tmp_path):
+    """A log without weights gives no column of ones (every vote weighs 1; a fit knows that without one); a
+    log with weights gives them, and the fit of either is that of a full read."""
+    from arena_cli import api
+    from arena_cli.io.battles import Source
+
+    plain = _canonical_parquet(tmp_path / "plain.parquet")
+    weighted = _canonical_parquet(tmp_path / "weighted.parquet", weight=[2.0, 1.0, 0.5, 3.0])
+    assert "weight" not in read_sources([plain], columns=[*STREAMED_COLUMNS, "weight"]).battles.columns
+    assert read_sources([weighted], columns=[*STREAMED_COLUMNS, "weight"]).battles["weight"].to_list() == [2.0, 1.0, 0.5, 3.0]
+    for path in (plain, weighted):
+        streamed = api.fit(Source((path,)), min_battles=1, ci="none")
+        whole = api.fit(read_sources([path]).battles, min_battles=1, ci="none")
+        assert streamed.leaderboard.equals(whole.leaderboard)
+
+
 def test_a_corrupt_parquet_file_is_an_input_error_on_the_streamed_path(tmp_path):
     path = _canonical_parquet(tmp_path / "v.parquet")
     data = path.read_bytes()

@@ -35,10 +35,13 @@ VALIDATED = (
 IDENTITY = ("battle_id", "content_hash", "source_file", "source_row")
 
 
-def select_wanted(frame: FrameT, columns: Sequence[str]) -> FrameT:
-    """The wanted columns that a canonical frame has (every canonical one; extras where the source had them)."""
+def select_wanted(frame: FrameT, columns: Sequence[str], plan: Plan | None = None) -> FrameT:
+    """The wanted columns that a canonical frame has (every canonical one; extras where the source had them).
+    With the source's ``plan``: not the vote weights when the source has none (every vote then weighs 1,
+    which a fit knows without a column of ones: 0.8 GB at 100M votes)."""
     names = frame.collect_schema().names()
-    return frame.select([c for c in columns if c in names])
+    unweighted = plan is not None and "weight" not in plan.columns
+    return frame.select([c for c in columns if c in names and not (unweighted and c == "weight")])
 
 
 def lean_plan(plan: Plan, columns: Sequence[str]) -> Plan:

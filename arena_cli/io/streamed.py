@@ -119,7 +119,7 @@ def _read_slice(
     ids = frame.select(battle_id.alias("id")).select(
         pl.when(pl.col("id").is_not_null()).then(pl.col("id").hash()).alias("hash"), pl.col("id").str.starts_with(CONTENT_ID).alias("content")
     )
-    return _Slice(ids, _collect(map_batch(select_wanted(conform(canonical), columns)).lazy(), path), rejected)
+    return _Slice(ids, _collect(map_batch(select_wanted(conform(canonical), columns, plan)).lazy(), path), rejected)
 
 
 def _collect(query: pl.LazyFrame, path: Path) -> pl.DataFrame:

@@ -287,13 +287,15 @@ class Encoder:
             pl.col("model_a").cast(pl.String).cast(pl.Categorical).alias("_a"),
             pl.col("model_b").cast(pl.String).cast(pl.Categorical).alias("_b"),
             _outcome_expr(options).alias("_outcome"),
-            vote_weight(schema).alias("_weight"),
+            *([vote_weight(schema).alias("_weight")] if WEIGHT in schema else []),  # (none: every vote weighs 1, 8 bytes a vote saved)
             *([pl.col(options.cluster).alias("_cluster")] if options.cluster else []),
             *([pl.col(TIMESTAMP).alias("_timestamp")] if self.ordered and TIMESTAMP in schema else []),
             *(value.alias(f"_style{i}") for i, value in enumerate(style)),
             *(check.alias(f"_unusable{i}") for i, check in enumerate(unusable)),
         )
-        return encoded.group_by(ENCODED_CELL).agg(pl.len().alias(COUNT)) if self.counts_votes else encoded
+        if not self.counts_votes:
+            return encoded
+        return encoded.group_by([c for c in ENCODED_CELL if c in encoded.collect_schema()]).agg(pl.len().alias(COUNT))
 
     @property
     def counts_votes(self) -> bool:
@@ -348,7 +350,7 @@ def _encode(battles: Battles, encode: Encoder) -> _Encoded:
     # polars' streaming engine reads a stored part and encodes it in one pass (12-14% faster than the in-memory
     # engine for style fits of 1M and 5M votes, and a smaller peak): the per-side counts are never held whole
     encoded = pl.concat([part if isinstance(part, pl.DataFrame) else part.collect(engine="streaming") for part in encoded_parts],
-                        how="vertical_relaxed", rechunk=False)
+                        how="diagonal_relaxed", rechunk=False)  # (a part of battles without weights has none)
     del encoded_parts  # (a part read already is not copied, and now held by ``encoded`` alone)
     if encoded.height == 0:
         raise NoDataError("no battles left after filtering")
@@ -393,9 +395,9 @@ def _encode(battles: Battles, encode: Encoder) -> _Encoded:
 def _vote_weights(encoded: pl.DataFrame) -> np.ndarray | None:
     """Each vote's weight, or None when every vote weighs 1 (the unweighted fit, exactly as without weights).
     Battles read by arena-cli have valid weights; a library caller's frame is checked here."""
-    if encoded.select((pl.col("_weight") == 1.0).all()).item():
+    if "_weight" not in encoded.columns or encoded.select((pl.col("_weight").fill_null(1.0) == 1.0).all()).item():
         return None
-    weight = encoded["_weight"].to_numpy()
+    weight = encoded["_weight"].fill_null(1.0).to_numpy()
     if not (np.isfinite(weight) & (weight >= 0)).all():
         raise InputError("battle weights must be finite numbers >= 0")
     return weight
@@ -406,7 +408,7 @@ def _model_codes(*columns: pl.Series) -> tuple[list[str], list[np.ndarray]]:
     never a second pass over the names)."""
     names = sorted({name for column in columns for name in column.unique().to_list()})
     codes = pl.Series(names, dtype=pl.String).cast(pl.Categorical).to_physical().to_numpy()
-    lookup = np.zeros(int(codes.max(initial=0)) + 1, dtype=np.int64)
+    lookup = np.zeros(int(codes.max(initial=0)) + 1, dtype=_index_type(len(names)))  # (32-bit: 0.8 GB less at 100M battles)
     lookup[codes] = np.arange(len(names))
     return names, [lookup[column.to_physical().to_numpy()] for column in columns]
 
@@ -436,7 +438,7 @@ def _aggregate(
     """Rows of the same ordered pair, outcome (and ``weight``) as one row with their total ``count`` (default:
     one per row), sorted by pair and outcome (then weight); the weight of each row's votes, or None."""
     codes = 1 + A_WINS - DROP
-    keys = (a * n_models + b) * codes + (outcome - DROP)
+    keys = pair_keys(a, b, n_models) * codes + (outcome - DROP)
     size = n_models * n_models * codes
     if weight is not None:
         values, weight_code = np.unique(weight, return_inverse=True)
@@ -602,7 +604,7 @@ def check_position_identified(prepared: Prepared) -> None:
     Tested exactly by least squares on the ordered pairs (the models are connected: the residual is 0 only
     for such v)."""
     M = prepared.n_models
-    keys = _codes(prepared.a * M + prepared.b, M * M)[0]
+    keys = _codes(pair_keys(prepared.a, prepared.b, M), M * M)[0]
     first, second = keys // M, keys % M
     laplacian = np.zeros((M, M))
     np.add.at(laplacian, (first, second), -1.0)
@@ -741,25 +743,34 @@ def _index_type(n: int) -> type[np.signedinteger]:
     return np.int32 if n < 2**31 else np.int64
 
 
+def pair_keys(a: np.ndarray, b: np.ndarray, n_models: int) -> np.ndarray:
+    """The key a·M + b of each ordered pair, 64-bit whatever the codes' width (M² passes 2^31 at 46,341 models)."""
+    keys = a.astype(np.int64)
+    keys *= n_models
+    keys += b
+    return keys
+
+
 def cells(prepared: Prepared) -> Cells:
     """The (unordered pair, outcome) cells of the prepared battles, in sorted order."""
     M = prepared.n_models
     a, b = prepared.a, prepared.b
     outcome = np.where(a > b, A_WINS - prepared.outcome, prepared.outcome)
-    keys = np.minimum(a, b) * M
+    keys = np.minimum(a, b).astype(np.int64)
+    keys *= M
     keys += np.maximum(a, b)
     keys *= 3
     keys += outcome
     cell_keys, of_battle = _codes(keys, M * M * 3)  # one pass over the battles; the pairs follow from the cells
-    pair_keys, pair = np.unique(cell_keys // 3, return_inverse=True)
+    unordered_pairs, pair = np.unique(cell_keys // 3, return_inverse=True)
     size = np.bincount(of_battle, prepared.count, minlength=cell_keys.size)
     return Cells(
         of_battle=of_battle,
         size=size,
         pair=pair,
         outcome=(cell_keys % 3).astype(np.int8),
-        pair_a=pair_keys // M,
-        pair_b=pair_keys % M,
+        pair_a=unordered_pairs // M,
+        pair_b=unordered_pairs % M,
         weight=size if prepared.weight is None else np.bincount(of_battle, prepared.count * prepared.weight, minlength=cell_keys.size),
     )
 
@@ -777,9 +788,9 @@ def design(prepared: Prepared, cell_index: Cells, weight: np.ndarray | None = No
         # style features (the position term too) are signed by side, so battle rows keep their ordered pair;
         # weighted rows are resampled by vote (each carrying its weight), not by cell
         M = prepared.n_models
-        pair_keys, row_pair = _codes(prepared.a * M + prepared.b, M * M)
+        ordered_pairs, row_pair = _codes(pair_keys(prepared.a, prepared.b, M), M * M)
         return Design(
-            n_models=M, pair_a=pair_keys // M, pair_b=pair_keys % M, row_pair=row_pair, row_outcome=prepared.outcome,
+            n_models=M, pair_a=ordered_pairs // M, pair_b=ordered_pairs % M, row_pair=row_pair, row_outcome=prepared.outcome,
             row_count=prepared.count, row_weight=weight, X=prepared.features,
             row_cell=cell_index.of_battle, row_cluster=prepared.cluster, aggregated=False, vote_weight=prepared.weight,
         )
