@@ -509,7 +509,8 @@ def prepare(battles: Battles, options: FitOptions) -> Prepared:
         warnings.append(f"{e.model} ({e.battles} battle(s)) excluded: {e.reason}")
     keep_rows = keep & kept[a] & kept[b] if excluded else keep
     if not keep_rows.all():
-        a, b, outcome, count, X = a[keep_rows], b[keep_rows], outcome[keep_rows], count[keep_rows], X[:, keep_rows]
+        a, b, outcome, X = a[keep_rows], b[keep_rows], outcome[keep_rows], X[:, keep_rows]
+        count = ones(a.size) if is_ones(count) else count[keep_rows]  # (a copy of the view would be ones in memory)
         weight = weight[keep_rows] if weight is not None else None
     if weight is not None and (weight == 1.0).all():  # only votes of weight 0 (now left out) had another
         weight = None
