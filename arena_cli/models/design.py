@@ -383,12 +383,15 @@ def _encode(battles: Battles, encode: Encoder) -> _Encoded:
         return _Encoded(names, a, b, outcome, count, np.zeros((0, a.size)), None, None, weight)
     cluster = _alone_clusters(encoded["_cluster"].rank("dense").fill_null(0).cast(pl.Int64).to_numpy()) if options.cluster else None
     # the (k, battles) array the solvers use, a term at a time, each column let go once copied: the frame and
-    # the array are never both whole (at 100M battles, 3.2 GB each for four terms)
+    # the array are never both whole (at 100M battles, 3.2 GB each for four terms). Columns are taken out in
+    # place (a ``select`` or ``drop`` of a frame of many parts copies what it keeps), from a shallow copy of the
+    # frame (a caller's frame keeps its columns).
     X = np.empty((len(terms), encoded.height))
-    encoded = encoded.select(f"_style{i}" for i in range(len(terms)))
+    encoded = encoded.clone()
+    for name in [c for c in encoded.columns if not c.startswith("_style")]:
+        encoded.drop_in_place(name)
     for i in range(len(terms)):
-        X[i] = encoded[f"_style{i}"].to_numpy()
-        encoded = encoded.drop(f"_style{i}")
+        X[i] = encoded.drop_in_place(f"_style{i}").to_numpy()
     return _Encoded(names, a, b, outcome, ones(a.size), X, cluster, vote_order, weight)
 
 
