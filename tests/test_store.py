@@ -60,6 +60,28 @@ def test_a_source_given_twice_in_one_run_is_kept_once(tmp_path):
     assert store.rows("battles") == 1 and store.rows("quarantine") == 1
 
 
+def test_rejected_rows_are_staged_a_part_at_a_time_and_kept_once(tmp_path, monkeypatch):
+    """A file of many rejected rows is never held whole: its quarantine is written in parts as it is read. Every
+    row is kept, once, when the source is given twice in the run (its rows fall in different parts) or ingested
+    again; --strict still counts them all."""
+    from arena_cli.io import ingest
+
+    monkeypatch.setattr(ingest, "PART_ROWS", 4)
+    lines = [vote(i) for i in range(6)] + [f"{{junk {i}" for i in range(9)] + [vote(7, model_b="m2")]
+    source = write_jsonl(tmp_path / "v.jsonl", lines)
+    store = Store.open(tmp_path / "s", create=True)
+    first, second = ingest_to_store(store, [source, source], InputOptions(batch_rows=3))
+    parts = Store.open(store.root).manifest["tables"]["quarantine"]
+    assert len(parts) >= 2 and first.as_dict()["quarantined"] == second.as_dict()["quarantined"] == 10
+    quarantine = Store.open(store.root).read("quarantine")
+    assert quarantine.height == 10 and sorted(quarantine["source_row"].to_list()) == list(range(7, 17))
+    before = state(store.root)
+    ingest_to_store(store, [source], InputOptions(batch_rows=3))
+    assert state(store.root)["quarantine"] == before["quarantine"]
+    with pytest.raises(RejectedRowsError, match="10 row"):
+        ingest_to_store(Store.open(tmp_path / "strict", create=True), [source], InputOptions(batch_rows=3), strict=True)
+
+
 def test_a_growing_log_adds_only_its_new_lines(tmp_path):
     anonymous = {"model_a": "x", "model_b": "y", "winner": "tie"}  # no id: identical repeats are distinct votes
     lines = [vote(i) for i in range(10)] + [anonymous, anonymous, "{junk"]

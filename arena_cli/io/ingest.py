@@ -55,41 +55,93 @@ def _ingest(store: Store, paths: list[Path], options: InputOptions, strict: bool
     with store.write(wait=lock_wait) as tx:
         index = BattleIndex.of_store(store)
         tx.on_publish(lambda: index.save(store.root, store.manifest))
-        old_quarantine = store.scan("quarantine", ["source_file", "source_row", "reason", "raw"])
-        pending: list[pl.DataFrame] = []
-        pending_rows = pending_bytes = 0
-        rejected_parts: list[pl.DataFrame] = []
+        battles = _Parts(lambda frame: tx.add("battles", frame))
+        quarantine = _Quarantine(store, lambda frame: tx.add("quarantine", frame), keep=not strict)
         for summary, accepted, rejected in stream(paths, options, index):
             keep_summary(summaries, summary)
             if on_batch:
                 on_batch(summary)
-            if rejected.height:
-                rejected_parts.append(rejected)
-            if accepted.height:
-                pending.append(accepted)
-                pending_rows += accepted.height
-                pending_bytes += int(accepted.estimated_size())
-            if pending_rows >= PART_ROWS or pending_bytes >= PART_BYTES:
-                tx.add("battles", pl.concat(pending, how="diagonal_relaxed", rechunk=False))
-                pending, pending_rows, pending_bytes = [], 0, 0
-        rejected_all = pl.concat(rejected_parts) if rejected_parts else empty_quarantine()
-        if strict and rejected_all.height:
-            counts = Counter(rejected_all["reason"].to_list())
+            quarantine.add(rejected)
+            battles.add(accepted)
+        if strict and quarantine.reasons:
             valid = sum(s.stored for s in summaries)
             refused = RejectedRowsError(
-                f"--strict: {rejected_all.height} row(s) rejected ({', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))}); "
+                f"--strict: {quarantine.rejected} row(s) rejected ({', '.join(f'{k}: {v}' for k, v in sorted(quarantine.reasons.items()))}); "
                 f"the store is unchanged (the {valid:,} valid new row(s) were not stored either)"
             )
             refused.summaries = tuple(replace(s, stored=0) for s in summaries)
             raise refused
-        if pending:
-            tx.add("battles", pl.concat(pending, how="diagonal_relaxed", rechunk=False))
-        identity = ["source_file", "source_row", "reason", "raw"]
-        rejected_all = rejected_all.unique(identity, keep="first", maintain_order=True)  # a source given twice
-        if old_quarantine is not None and rejected_all.height:  # only the stored rows of these sources' rows are held
-            rows = rejected_all.lazy().select("source_file", "source_row").unique()
-            again = old_quarantine.join(rows, on=["source_file", "source_row"], how="semi", nulls_equal=True)
-            rejected_all = rejected_all.join(again.collect(engine="streaming"), on=identity, how="anti", nulls_equal=True)
-        tx.add("quarantine", rejected_all)
+        battles.flush()
+        quarantine.flush()
         tx.log({"sources": [s.as_dict() for s in summaries]})
     return summaries
+
+
+class _Parts:
+    """Rows staged as parts of a table as they come, a part of about :data:`PART_ROWS` rows (or
+    :data:`PART_BYTES`) at a time: an ingest holds one part, whatever the size of its sources."""
+
+    def __init__(self, stage: Callable[[pl.DataFrame], None]):
+        self.stage = stage
+        self.pending: list[pl.DataFrame] = []
+        self.rows = self.bytes = 0
+
+    def add(self, frame: pl.DataFrame) -> None:
+        if not frame.height:
+            return
+        self.pending.append(frame)
+        self.rows += frame.height
+        self.bytes += int(frame.estimated_size())
+        if self.rows >= PART_ROWS or self.bytes >= PART_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.stage(self.finished(pl.concat(self.pending, how="diagonal_relaxed", rechunk=False)))
+        self.pending, self.rows, self.bytes = [], 0, 0
+
+    def finished(self, frame: pl.DataFrame) -> pl.DataFrame:
+        return frame
+
+
+#: What makes two quarantined rows the same one: the same row of the same source, rejected for the same reason.
+QUARANTINE_IDENTITY = ["source_file", "source_row", "reason", "raw"]
+
+
+class _Quarantine(_Parts):
+    """The rows an ingest rejects, staged a part at a time (a file of millions of bad rows, with their raw text,
+    is never held whole) and counted by reason. A row already quarantined is not stored again: by an earlier
+    ingest (the store's quarantine), or earlier in this one (a source given twice; a key of 24 bytes per row
+    is kept for that, the raw text by its 64-bit hash). ``keep=False`` (``--strict``) only counts."""
+
+    def __init__(self, store: Store, stage: Callable[[pl.DataFrame], None], *, keep: bool):
+        super().__init__(stage)
+        self.old = store.scan("quarantine", QUARANTINE_IDENTITY)
+        self.keep = keep
+        self.reasons: Counter[str] = Counter()
+        self.rejected = 0
+        self.seen = pl.DataFrame(schema=dict(_seen_keys(empty_quarantine()).schema))
+
+    def add(self, frame: pl.DataFrame) -> None:
+        self.reasons.update(frame["reason"].to_list())
+        self.rejected += frame.height
+        if self.keep:
+            super().add(frame)
+
+    def finished(self, frame: pl.DataFrame) -> pl.DataFrame:
+        frame = frame.unique(QUARANTINE_IDENTITY, keep="first", maintain_order=True)
+        keys = _seen_keys(frame)
+        fresh = keys.with_row_index("__at").join(self.seen, on=keys.columns, how="anti", nulls_equal=True)["__at"].sort()
+        frame = frame[fresh]
+        self.seen = pl.concat([self.seen, keys[fresh]])
+        if self.old is not None and frame.height:  # only the stored rows of these sources' rows are held
+            rows = frame.lazy().select("source_file", "source_row").unique()
+            again = self.old.join(rows, on=["source_file", "source_row"], how="semi", nulls_equal=True)
+            frame = frame.join(again.collect(engine="streaming"), on=QUARANTINE_IDENTITY, how="anti", nulls_equal=True)
+        return frame
+
+
+def _seen_keys(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.select(
+        pl.col("source_file").cast(pl.Categorical), "source_row", pl.col("reason").cast(pl.Categorical), pl.col("raw").hash().alias("raw")
+    )
