@@ -436,10 +436,11 @@ def product(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return x * y
 
 
-def tally(index: np.ndarray, weights: np.ndarray, minlength: int) -> np.ndarray:
-    """``np.bincount(index, weights, minlength)`` as floats; without weights when they are :func:`ones` (the same
-    sums, exact: np.bincount would first copy the view into an array of ones, 0.8 GB at 100M battles)."""
-    if is_ones(weights):
+def tally(index: np.ndarray, weights: np.ndarray | None, minlength: int) -> np.ndarray:
+    """``np.bincount(index, weights, minlength)`` as floats; without weights when there are none or they are
+    :func:`ones` (the same sums, exact: np.bincount would first copy the view into an array of ones, 0.8 GB at
+    100M battles)."""
+    if weights is None or is_ones(weights):
         return np.bincount(index, minlength=minlength).astype(np.float64)
     return np.bincount(index, weights, minlength=minlength)
 
@@ -464,12 +465,12 @@ def _aggregate(
         keys = keys * values.size + weight_code
         size *= values.size
     if size <= DENSE_KEYS:
-        totals = tally(keys, count, size) if count is not None else np.bincount(keys, minlength=size)
+        totals = tally(keys, count, size)
         unique = np.flatnonzero(totals)
         total = totals[unique]
     else:
         unique, inverse = np.unique(keys, return_inverse=True)
-        total = tally(inverse, count, unique.size) if count is not None else np.bincount(inverse, minlength=unique.size)
+        total = tally(inverse, count, unique.size)
     row_weight = None
     if weight is not None:
         unique, code = np.divmod(unique, values.size)
