@@ -127,6 +127,11 @@ HOSTILE = {
     "negative count": _set("conv_metadata.sum_assistant_a_tokens", -4),
     "count too large": _set("conv_metadata.sum_assistant_a_tokens", 2**60),
     "group not an object": _set("conv_metadata.header_count_b", 7),
+    "negative zero count": _set("conv_metadata.header_count_b.h4", -0.0),
+    "count of 16 digits": _set("conv_metadata.header_count_b.h5", 10**15),
+    "null count": _set("conv_metadata.header_count_b.h6", None),
+    "null group": _set("conv_metadata.list_count_b", None),
+    "null conv_metadata": _set("conv_metadata", None),
     "conv_metadata as text": _set("conv_metadata", '{"sum_assistant_a_tokens": 5}'),
     "late weight": _set("weight", 2.5),
     "late null weight": _set("weight", None),
@@ -179,8 +184,8 @@ def _comparable(result):
 
 
 def _assert_same(fast, batch):
-    assert fast[0].equals(batch[0]), (fast[0], batch[0])
-    assert fast[0].columns == batch[0].columns and fast[0].dtypes == batch[0].dtypes
+    assert fast[0].schema == batch[0].schema
+    assert fast[0].equals(batch[0]), [(c, fast[0][c].to_list(), batch[0][c].to_list()) for c in fast[0].columns if not fast[0][c].equals(batch[0][c])]
     assert fast[1].equals(batch[1]), (fast[1], batch[1])
     assert fast[2] == batch[2]
 
@@ -313,21 +318,38 @@ def test_rows_to_reject_are_quarantined_by_the_streamed_read_with_their_lines(tm
     _assert_same(_comparable(fast), _comparable(batch_result))
 
 
-@pytest.mark.parametrize("line", [
-    b'{"model_a": "a", "model_b": "b", "winner": "tie", "judge": "\\ud800x"}',  # polars reads a lone high surrogate as NUL
-    b'{"model_a": {"n": "a"}, "model_b": "b", "winner": "tie"}',  # polars renders a nested value as text
-    b'{"model_a": "a", "model_b": "b", "winner": "tie", "conv_metadata": {"sum_assistant_a_tokens": 1.0}}',
-    b'{"model_a": "a", "model_b": "b", "winner": "tie", "weight": 2}',  # a key the first lines lacked
+@pytest.mark.parametrize("line, columns", [
+    (b'{"model_a": "a", "model_b": "b", "winner": "tie", "judge": "\\ud800x"}', PLAIN),  # polars reads a lone high surrogate as NUL
+    (b'{"model_a": {"n": "a"}, "model_b": "b", "winner": "tie"}', PLAIN),  # polars renders a nested value as text
+    (b'{"model_a": "a", "model_b": "b", "winner": "tie", "conv_metadata": {"sum_assistant_a_tokens": 1.0}}', STYLED),  # not an integer
+    (b'{"model_a": "a", "model_b": "b", "winner": "tie", "conv_metadata": {"header_count_b": {"h2": -1}}}', PLAIN),  # a count to reject
+    (b'{"model_a": "a", "model_b": "b", "winner": "tie", "conv_metadata": "{\\"turns\\": 1}"}', PLAIN),  # conv_metadata as text
+    (b'{"model_a": "a", "model_b": "b", "winner": "tie", "weight": 2}', PLAIN),  # a key the first lines lacked
 ])
-def test_lines_polars_reads_otherwise_are_read_by_the_batch_path(tmp_path, monkeypatch, line):
+def test_lines_polars_reads_otherwise_are_read_by_the_batch_path(tmp_path, monkeypatch, line, columns):
     path = tmp_path / "votes.jsonl"
     first = b'{"model_a": "a", "model_b": "b", "winner": "model_a", "conv_metadata": {"sum_assistant_a_tokens": 3}}\n'
     path.write_bytes(first * 3000 + line + b"\n")
     calls = []
     lean = reading.read_lean
     monkeypatch.setattr(reading, "read_lean", lambda *a, **k: calls.append(1) or lean(*a, **k))
-    read_sources([path], columns=PLAIN)
+    read_sources([path], columns=columns)
     assert calls
+
+
+def test_counts_read_as_text_are_those_of_the_batch_path(tmp_path, monkeypatch):
+    """A plain fit only checks LMArena's counts (read as text): whole numbers in any form pass, as in the batch
+    path; any other is a row the batch path reads."""
+    path = tmp_path / "votes.jsonl"
+    counts = ["1.0", "1e3", "0", "null", "123456789012345", "-0"]
+    path.write_bytes(b"".join(b'{"model_a": "a", "model_b": "b", "winner": "tie", "conv_metadata": {"sum_assistant_b_tokens": %s, '
+                              b'"header_count_a": {"h3": %s}, "bold_count_b": null}}\n' % (c.encode(), c.encode()) for c in counts))
+    with monkeypatch.context() as patched:
+        patched.setattr(reading, "read_lean", _no_batch_path)
+        fast = read_sources([path], columns=PLAIN)
+    _batch_path(monkeypatch)
+    assert fast.battles.height == len(counts)
+    _assert_same(_comparable(fast), _comparable(read_sources([path], columns=PLAIN)))
 
 
 runner = CliRunner()

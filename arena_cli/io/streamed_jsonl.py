@@ -8,11 +8,12 @@ reading only the fields validation and the caller need, with their types known, 
 
 The fields and their meaning come from the file's first lines, read by the batch reader (:data:`PREFIX_ROWS`): the
 plan (:func:`plan_for`), and that the nested fields read (``conv_metadata``, conversations) are objects and lists.
-Every scalar is then read as text, as the batch path reads it; ``conv_metadata`` as a struct of its counts, with
-integer leaves (a count that is no integer literal is an error, so a row is never read otherwise than the batch
-path reads it); conversations as lists of ``{role, content}``. Each block is validated by :func:`canonicalize`,
-the batch path's own validation, so the battles, the rejections and their details are the batch path's; only the
-original text of a rejected line is taken from the block.
+Every scalar is then read as text, as the batch path reads it; conversations as lists of ``{role, content}``;
+``conv_metadata``, when the caller wants its counts, as a struct of them with integer leaves (a count that is no
+integer literal is an error, so that no row is read otherwise than the batch path reads it), else as text, only
+checked (:func:`_meta_counts_valid`). Each block is validated by :func:`canonicalize`, the batch path's own
+validation, so the battles, the rejections and their details are the batch path's; only the original text of a
+rejected line is taken from the block.
 
 What polars (2.1) does with what a log may hold, read with an explicit schema, and what is done about it:
 
@@ -31,8 +32,10 @@ What polars (2.1) does with what a log may hold, read with an explicit schema, a
 * a nested value where text is read: rendered as text (``{"a": 1}``, not JSON); found by the first character of
   the values read as text, or for texts within nested fields by the keys on the bytes (as
   :func:`~arena_cli.io.readers._rendered_nested` does), and the batch path reads the file;
-* a number where text is read: rendered as polars renders the number (``1.0`` as ``1``, ``1e3`` as ``1000``), as
-  the batch path reads it; where an integer is read (counts): anything but an integer literal (``1.5``, ``1.0``,
+* a number where text is read: rendered as polars renders the number (``1.0`` as ``1``, ``1e3`` as ``1000``, in
+  decimal digits however large or small), as the batch path reads it; an object where text is read: keys
+  decoded, ``": "`` and ``", "`` between them and the values, strings quoted (but backslashes and quotes within
+  them not always escaped); where an integer is read (counts): anything but an integer literal (``1.5``, ``1.0``,
   ``"3"``, ``true``, beyond 64 bits) is an error; a non-object where an object is read, a non-list where a list
   is: an error;
 * a field absent from the schema is not read at all (its syntax is still checked); a field of the schema absent
@@ -44,7 +47,6 @@ A field whose key first appears after the lines that decided the plan would chan
 from __future__ import annotations
 
 import codecs
-import io
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -62,10 +64,10 @@ from arena_cli.io.lean import VALIDATED, LeanIds, lean_plan, select_wanted
 from arena_cli.io.options import InputOptions
 from arena_cli.io.readers import ROW, LineSpans, read_batches
 from arena_cli.io.results import IngestResult, ReadPath, SourceSummary
-from arena_cli.schema import BATTLE_SCHEMA, CONVERSATION, Frame, conform, empty_quarantine, meta_paths
+from arena_cli.schema import BATTLE_SCHEMA, CONVERSATION, META_COLUMNS, Frame, conform, empty_quarantine, meta_paths
 
 #: Lines of a file read by the batch reader to decide its plan and the shape of its nested fields (and bytes, at
-#: most, for files of long lines).
+#: most, for files of long lines); never more than the batch path's first batch.
 PREFIX_ROWS = 2_000
 PREFIX_BYTES = 4 << 20
 #: A high surrogate escape not followed by a low one: polars reads it as NUL, Python's json module as an unpaired
@@ -74,6 +76,8 @@ PREFIX_BYTES = 4 << 20
 _LONE_HIGH = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])")
 #: Keys of the texts of a message followed by a nested value, which polars would render as text.
 _NESTED_IN_MESSAGE = r'"(?:role|content)":\s*[\[{]'
+#: A ``conv_metadata`` given as a JSON text, not an object (polars renders an object as text much like it).
+_META_AS_TEXT = re.compile(rb'"conv_metadata"\s*:\s*"')
 
 #: What one block gives: its accepted battles, its rejected rows (quarantine), and the rows it read.
 Block = tuple[pl.DataFrame, pl.DataFrame, int]
@@ -130,7 +134,11 @@ class _Layout:
     nulls still gives the battles a column, where an absent one gives none), and, in the lines of the batch path's
     first batch, which decide its plan, a key that would take a field the plan maps from another column (``id``
     before ``question_id``) or make the log Kaggle's. Those are searched for on the bytes (a key spelt with
-    escapes, ``"i\\u0064"``, given only nulls, is missed)."""
+    escapes, ``"i\\u0064"``, given only nulls, is missed).
+
+    ``meta_text``: the ``conv_metadata`` column when the caller wants none of its counts, read as polars renders an
+    object as text (decoding its counts costs more than the rest of a line): validation then only needs to know
+    that every count is valid, which :func:`_meta_counts_valid` tells from the text."""
 
     plan: Plan
     schema: dict[str, pl.DataType]
@@ -139,6 +147,7 @@ class _Layout:
     column_keys: tuple[str, ...]
     first_batch_keys: tuple[str, ...]
     id_column: str | None
+    meta_text: str | None = None
 
     @property
     def conversations(self) -> tuple[str, ...]:
@@ -149,7 +158,8 @@ def _layout(path: Path, options: InputOptions, columns: Sequence[str]) -> _Layou
     """How to read ``path``, from its first lines; None when they are not those of an arena-dialect log read here:
     empty, with a line to quarantine, a judge's log or Kaggle's, a nested field of another shape, or a plan that
     may not be the one the batch path decides from its first batch (which is larger)."""
-    prefix = next(iter(read_batches(path, "jsonl", PREFIX_ROWS, None, PREFIX_BYTES)), None)
+    # within the batch path's first batch, which decides its plan and the order of its columns
+    prefix = next(iter(read_batches(path, "jsonl", min(PREFIX_ROWS, options.batch_rows), None, min(PREFIX_BYTES, options.batch_bytes))), None)
     if prefix is None or not prefix.frame.height or prefix.rejected.height:
         return None
     judged = JudgeLog(path, options)
@@ -176,9 +186,13 @@ def _layout(path: Path, options: InputOptions, columns: Sequence[str]) -> _Layou
     first_batch_keys = tuple(c for c in dict.fromkeys(first_batch) if c not in present)
     features = sorted(FEATURE_COUNT_COLUMNS | FEATURE_DENSITY_COLUMNS)
     watched = tuple(c for c in dict.fromkeys([*later, *features, *column_keys, *first_batch_keys]) if c not in present)
-    text = tuple(c for c, dtype in schema.items() if dtype == pl.String)
+    meta_text = plan.columns.get("conv_metadata") if not set(META_COLUMNS) & set(columns) else None
+    if meta_text is not None:
+        schema[meta_text] = pl.String()
+        plan = Plan(plan.dialect, {k: v for k, v in plan.columns.items() if k != "conv_metadata"}, plan.extras)
+    text = tuple(c for c, dtype in schema.items() if dtype == pl.String and c != meta_text)
     schema.update({c: pl.Null() for c in watched})
-    return _Layout(plan, schema, text, watched, column_keys, first_batch_keys, full.columns.get("battle_id"))
+    return _Layout(plan, schema, text, watched, column_keys, first_batch_keys, full.columns.get("battle_id"), meta_text)
 
 
 def _plan_keys(plan: Plan, options: InputOptions, columns: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -232,31 +246,33 @@ def conv_metadata_counts() -> pl.Struct:
 def _blocks(path: Path, layout: _Layout, options: InputOptions, labels: dict[str, str]) -> Iterator[Block | None]:
     """Each block of the file, read (see :func:`_read_block`): about ``batch_bytes`` of whole lines at a time."""
     first, size = 1, max(options.batch_bytes, len(codecs.BOM_UTF8))
-    rows = offset = 0
-    skipped = 0  # bytes before the block that the batch path drops, at most: CRs, blank lines, a byte-order mark
+    rows = offset = skipped = 0  # skipped: bytes before a block that the batch path drops, at most (CRs, blank lines)
+    rest, ended = b"", False
     with opened(path) as handle:
-        data = handle.read(size)
-        ended = not data
-        if data.startswith(codecs.BOM_UTF8):  # no part of line 1
-            data, offset, skipped = data[len(codecs.BOM_UTF8) :], len(codecs.BOM_UTF8), len(codecs.BOM_UTF8)
-        while data or not ended:
-            cut = len(data) if ended else data.rfind(b"\n") + 1
-            if cut:
-                block, data = data[:cut], data[cut:]
-                # the batch path's first batch: its first lines, up to batch_rows of them and batch_bytes of them
-                first_batch = rows < options.batch_rows and offset - skipped < options.batch_bytes
-                newlines = block.count(b"\n")
-                read = _read_block(block, first, newlines, layout, labels, str(path), first_batch)
-                yield read
-                if read is None:
-                    return
-                if first_batch:
-                    blank = read[2] != newlines + (not block.endswith(b"\n"))
-                    skipped += len(block) if blank else block.count(b"\r")
-                first, rows, offset = first + newlines, rows + read[2], offset + len(block)
-            if not ended:
-                piece = handle.read(size)
-                data, ended = data + piece, not piece
+        while not ended:
+            piece = handle.read(size)
+            if not offset and not rest and piece.startswith(codecs.BOM_UTF8):  # no part of line 1
+                piece, offset, skipped = piece[len(codecs.BOM_UTF8) :], len(codecs.BOM_UTF8), len(codecs.BOM_UTF8)
+            ended = not piece
+            cut = len(piece) if ended else piece.rfind(b"\n") + 1
+            if not cut and not ended:  # a line longer than a block: read on
+                rest += piece
+                continue
+            block, rest = (b"".join((rest, memoryview(piece)[:cut])) if rest or cut < len(piece) else piece), piece[cut:]
+            del piece
+            if not block:
+                continue
+            # whether some lines may be in the batch path's first batch: its first batch_rows lines, batch_bytes of them
+            first_batch = rows < options.batch_rows and offset - skipped < options.batch_bytes
+            newlines = block.count(b"\n")
+            read = _read_block(block, first, newlines, layout, labels, str(path), first_batch)
+            yield read
+            if read is None:
+                return
+            if first_batch:
+                blank = read[2] != newlines + (not block.endswith(b"\n"))
+                skipped += len(block) if blank else block.count(b"\r")
+            first, rows, offset = first + newlines, rows + read[2], offset + len(block)
 
 
 def _read_block(
@@ -266,19 +282,10 @@ def _read_block(
     read exactly as the batch path reads it (see the module's docstring). ``first_batch``: whether some of its
     lines may be in the batch path's first batch."""
     try:
-        frame = pl.read_ndjson(io.BytesIO(block), schema=layout.schema)
+        frame = pl.read_ndjson(block, schema=layout.schema)
     except (Exception, pl.exceptions.PanicException):
         return None
-    if _LONE_HIGH.search(block):
-        return None
-    keys = [*layout.column_keys, *(layout.first_batch_keys if first_batch else ())]
-    if keys or layout.conversations:
-        text = pl.Series([block], dtype=pl.Binary).cast(pl.String)
-        if keys and text.str.contains_any([f'"{key}"' for key in keys]).item():
-            return None
-        if layout.conversations and text.str.contains(_NESTED_IN_MESSAGE).item():
-            return None
-    if frame.select(_unusual(layout).any()).item():
+    if _LONE_HIGH.search(block) or not _text_usual(block, layout, first_batch) or frame.select(_unusual(layout).any()).item():
         return None
     lines = newlines + (not block.endswith(b"\n"))
     spans = None
@@ -289,7 +296,7 @@ def _read_block(
         numbers = spans.numbers[spans.filled]
         if len(numbers) != frame.height:
             return None
-    rows = frame.drop(layout.watched).with_columns(pl.Series(ROW, numbers, dtype=pl.Int64))
+    rows = frame.drop(*layout.watched, *([layout.meta_text] if layout.meta_text else [])).with_columns(pl.Series(ROW, numbers, dtype=pl.Int64))
     accepted, rejected = canonicalize(rows, layout.plan, labels, source)
     if rejected.height:  # their original lines, as the batch path keeps them
         spans = spans or LineSpans.of(block, first, True)[0]
@@ -297,6 +304,32 @@ def _read_block(
         texts = [block[int(spans.starts[i]) : int(spans.stops[i])].decode() for i in at]
         rejected = rejected.with_columns(pl.Series("raw", texts, dtype=pl.String))
     return accepted, rejected, frame.height
+
+
+def _text_usual(block: bytes, layout: _Layout, first_batch: bool) -> bool:
+    """Whether the bytes of a block hold none of the keys :class:`_Layout` searches for, no nested value in the texts
+    of a message, and no ``conv_metadata`` given as text where it is read as text."""
+    if layout.meta_text and _META_AS_TEXT.search(block):
+        return False
+    if first_batch and any(f'"{key}"'.encode() in block for key in layout.first_batch_keys):
+        return False
+    found = [*(['"(?:' + "|".join(re.escape(key) for key in layout.column_keys) + ')"'] if layout.column_keys else []),
+             *([_NESTED_IN_MESSAGE] if layout.conversations else [])]
+    return not found or not pl.Series(_pieces(block), dtype=pl.Binary).cast(pl.String).str.contains("|".join(found)).any()
+
+
+#: Bytes of the pieces a block is searched in by polars (a search in one value takes four times its size in memory).
+_PIECE_BYTES = 4 << 20
+
+
+def _pieces(block: bytes) -> list[bytes]:
+    """A block of lines in pieces of whole lines, about :data:`_PIECE_BYTES` each."""
+    pieces, start = [], 0
+    while start < len(block):
+        end = block.find(b"\n", start + _PIECE_BYTES) + 1 or len(block)
+        pieces.append(block[start:end])
+        start = end
+    return pieces
 
 
 def _unusual(layout: _Layout) -> pl.Expr:
@@ -307,4 +340,19 @@ def _unusual(layout: _Layout) -> pl.Expr:
         pl.col(c).list.eval(pl.element().struct.field("role").is_null() | pl.element().struct.field("content").is_null()).list.any()
         for c in layout.conversations
     ]
+    if layout.meta_text:
+        checks.append(~_meta_counts_valid(pl.col(layout.meta_text)))
     return pl.any_horizontal(checks) if checks else pl.lit(False)
+
+
+def _meta_counts_valid(meta: pl.Expr) -> pl.Expr:
+    """Per row: whether a ``conv_metadata`` rendered as text by polars (``{"h1": 2, "bold_count_a": {"**": 0}}``:
+    keys decoded, values as parsed: a number in decimal digits, ``1.0`` as ``1``) is null or an object whose every
+    count :func:`meta_fields` reads is a whole number from 0 to 10^15 - 1 or null, in an object or null (so that it
+    passes every check of :func:`canonicalize`). A key of a count anywhere else in it gives a false alarm, as does a
+    valid count of another form (``"3"``, ``-0.0``): they only cost the batch path."""
+    paths = [path for side in ("a", "b") for path in meta_paths(side).values()]
+    counts = "|".join(re.escape(name) for name in sorted({path[-1] for path in paths}))
+    groups = "|".join(re.escape(name) for name in sorted({path[0] for path in paths if len(path) > 1}))
+    invalid = rf'"(?:{counts})": (?:[^0-9n]|[0-9]{{16}}|[0-9]+[^0-9,}}])|"(?:{groups})": [^{{n]'
+    return meta.is_null() | meta.str.starts_with("{") & ~meta.str.contains(invalid)
