@@ -201,10 +201,11 @@ CLEAN = [_vote(i) for i in range(12)]
 @example(CLEAN, [("late id", 3)], [], PLAIN, (3, 2500), 2)
 @example(CLEAN, [("late id", 11)], [], PLAIN, (3, 700), 2)
 @example(CLEAN, [("repeated id", 7), ("self battle", 2)], ["byte-order mark", "trailing blank lines"], STYLED, (5, 700), 12)
+@example(CLEAN, [("self battle", 0)], ["byte-order mark", "CRLF line ends"], PLAIN, (2, 3), 1)
 @given(
     fastchat_rows(12), st.lists(st.tuples(st.sampled_from(sorted(HOSTILE)), st.integers(0, 11)), max_size=3),
     st.lists(st.sampled_from(sorted(WHOLE_FILE)), max_size=2, unique=True), st.sampled_from([PLAIN, STYLED]),
-    st.sampled_from([(200_000, 64 << 20), (5, 700), (3, 2500)]), st.integers(1, 12),
+    st.sampled_from([(200_000, 64 << 20), (5, 700), (3, 2500), (2, 3)]), st.integers(1, 12),
 )
 def test_a_streamed_read_gives_the_battles_quarantine_and_counts_of_the_batch_path(tmp_path, monkeypatch, rows, changes, whole, columns, batch, prefix):
     """Whatever the lines hold (clean votes, votes to quarantine, lines the batch path reads line by line, keys

@@ -129,12 +129,12 @@ class _Layout:
     counts; an extra that validation reads, as a style feature; any key below), read as null columns: polars fails
     on a value in one, and the batch path reads the file. Absent and null mean the same for a field: a null value
     parses to null and fails no check in :func:`canonicalize`, and :func:`~arena_cli.schema.conform` gives an
-    absent field null (or its default); an extra that no caller wants is dropped. Not so for the ``byte_keys``,
-    whose mere presence, with null values only, changes the battles: an extra the caller wants (a key given only
-    nulls still gives the battles a column, where an absent one gives none), and, in the lines of the batch path's
-    first batch, which decide its plan, a key that would take a field the plan maps from another column (``id``
-    before ``question_id``) or make the log Kaggle's. Those are searched for on the bytes (a key spelt with
-    escapes, ``"i\\u0064"``, given only nulls, is missed).
+    absent field null (or its default); an extra that no caller wants is dropped. Not so for keys whose mere
+    presence, with null values only, changes the battles, searched for on the bytes too (a key spelt with escapes,
+    ``"i\\u0064"``, given only nulls, is missed): ``column_keys``, extras the caller wants (a key given only nulls
+    still gives the battles a column, where an absent one gives none); ``first_batch_keys``, keys that would take a
+    field the plan maps from another column (``id`` before ``question_id``) or make the log Kaggle's, in the lines
+    of the batch path's first batch, which decide its plan.
 
     ``meta_text``: the ``conv_metadata`` column when the caller wants none of its counts, read as polars renders an
     object as text (decoding its counts costs more than the rest of a line): validation then only needs to know
@@ -251,9 +251,9 @@ def _blocks(path: Path, layout: _Layout, options: InputOptions, labels: dict[str
     with opened(path) as handle:
         while not ended:
             piece = handle.read(size)
+            ended = not piece
             if not offset and not rest and piece.startswith(codecs.BOM_UTF8):  # no part of line 1
                 piece, offset, skipped = piece[len(codecs.BOM_UTF8) :], len(codecs.BOM_UTF8), len(codecs.BOM_UTF8)
-            ended = not piece
             cut = len(piece) if ended else piece.rfind(b"\n") + 1
             if not cut and not ended:  # a line longer than a block: read on
                 rest += piece
