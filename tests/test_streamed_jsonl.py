@@ -139,6 +139,9 @@ HOSTILE = {
     "late feature column": _set("tokens_a", 17),
     "late bad feature column": _set("tokens_a", "many"),
     "late id": _set("id", "battle-7"),
+    "late null id": _set("id", None),
+    "late Kaggle winner columns": lambda rows, lines, at: lines.__setitem__(at, _line({**rows[at], "winner_model_a": 1, "winner_model_b": 0})),
+    "late null Kaggle winner columns": lambda rows, lines, at: lines.__setitem__(at, _line({**rows[at], "winner_model_a": None, "winner_model_b": None})),
     "missing winner": _set("winner", _DROP),
     "missing model": _set("model_b", _DROP),
     "missing conv_metadata": _set("conv_metadata", _DROP),
@@ -200,6 +203,9 @@ CLEAN = [_vote(i) for i in range(12)]
 @example(CLEAN, [("late null weight", 9)], [], PLAIN, (200_000, 64 << 20), 4)
 @example(CLEAN, [("late id", 3)], [], PLAIN, (3, 2500), 2)
 @example(CLEAN, [("late id", 11)], [], PLAIN, (3, 700), 2)
+@example(CLEAN, [("late null id", 4)], [], PLAIN, (200_000, 64 << 20), 2)
+@example(CLEAN, [("late null Kaggle winner columns", 5)], [], PLAIN, (200_000, 64 << 20), 3)
+@example(CLEAN, [("late Kaggle winner columns", 10)], [], PLAIN, (5, 64 << 20), 3)
 @example(CLEAN, [("repeated id", 7), ("self battle", 2)], ["byte-order mark", "trailing blank lines"], STYLED, (5, 700), 12)
 @example(CLEAN, [("self battle", 0)], ["byte-order mark", "CRLF line ends"], PLAIN, (2, 3), 1)
 @given(

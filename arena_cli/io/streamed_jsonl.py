@@ -74,6 +74,8 @@ PREFIX_BYTES = 4 << 20
 #: surrogate (a line the batch path quarantines). An escaped backslash before it gives a false alarm, which only
 #: costs the batch path.
 _LONE_HIGH = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])")
+#: What Kaggle's winner columns (``winner_model_a``, ``winner_model_b``) share, in a key.
+_KAGGLE_WINNERS = '"winner_model_'
 #: Keys of the texts of a message followed by a nested value, which polars would render as text.
 _NESTED_IN_MESSAGE = r'"(?:role|content)":\s*[\[{]'
 #: A ``conv_metadata`` given as a JSON text, not an object (polars renders an object as text much like it).
@@ -134,7 +136,8 @@ class _Layout:
     ``"i\\u0064"``, given only nulls, is missed): ``column_keys``, extras the caller wants (a key given only nulls
     still gives the battles a column, where an absent one gives none); ``first_batch_keys``, keys that would take a
     field the plan maps from another column (``id`` before ``question_id``) or make the log Kaggle's, in the lines
-    of the batch path's first batch, which decide its plan.
+    of the batch path's first batch, which decide its plan. Both as the text searched for: a key in quotes, or
+    what keys share (Kaggle's winner columns: ``"winner_model_``).
 
     ``meta_text``: the ``conv_metadata`` column when the caller wants none of its counts, read as polars renders an
     object as text (decoding its counts costs more than the rest of a line): validation then only needs to know
@@ -182,17 +185,20 @@ def _layout(path: Path, options: InputOptions, columns: Sequence[str]) -> _Layou
     present = set(prefix.frame.columns)
     later, first_batch = _plan_keys(plan, options, columns)
     wanted = [c for c in columns if c not in BATTLE_SCHEMA] + [c.removeprefix("extra_") for c in columns if c.startswith("extra_")]
-    column_keys = tuple(c for c in dict.fromkeys(wanted) if c not in present)
-    first_batch_keys = tuple(c for c in dict.fromkeys(first_batch) if c not in present)
+    column_keys = [c for c in dict.fromkeys(wanted) if c not in present]
+    first_batch_keys = [c for c in dict.fromkeys(first_batch) if c not in present]
     features = sorted(FEATURE_COUNT_COLUMNS | FEATURE_DENSITY_COLUMNS)
     watched = tuple(c for c in dict.fromkeys([*later, *features, *column_keys, *first_batch_keys]) if c not in present)
+    searched = [key for key in (f'"{c}"' for c in first_batch_keys) if not key.startswith(_KAGGLE_WINNERS)]
+    searched += [_KAGGLE_WINNERS] * (len(searched) < len(first_batch_keys))
     meta_text = plan.columns.get("conv_metadata") if not set(META_COLUMNS) & set(columns) else None
     if meta_text is not None:
         schema[meta_text] = pl.String()
         plan = Plan(plan.dialect, {k: v for k, v in plan.columns.items() if k != "conv_metadata"}, plan.extras)
     text = tuple(c for c, dtype in schema.items() if dtype == pl.String and c != meta_text)
     schema.update({c: pl.Null() for c in watched})
-    return _Layout(plan, schema, text, watched, column_keys, first_batch_keys, full.columns.get("battle_id"), meta_text)
+    column_text = tuple(f'"{c}"' for c in column_keys)
+    return _Layout(plan, schema, text, watched, column_text, tuple(searched), full.columns.get("battle_id"), meta_text)
 
 
 def _plan_keys(plan: Plan, options: InputOptions, columns: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -308,14 +314,15 @@ def _read_block(
 
 def _text_usual(block: bytes, layout: _Layout, first_batch: bool) -> bool:
     """Whether the bytes of a block hold none of the keys :class:`_Layout` searches for, no nested value in the texts
-    of a message, and no ``conv_metadata`` given as text where it is read as text."""
+    of a message, and no ``conv_metadata`` given as text where it is read as text. A few keys are searched for by
+    Python, more at once by polars, in pieces."""
     if layout.meta_text and _META_AS_TEXT.search(block):
         return False
-    if first_batch and any(f'"{key}"'.encode() in block for key in layout.first_batch_keys):
-        return False
-    found = [*(['"(?:' + "|".join(re.escape(key) for key in layout.column_keys) + ')"'] if layout.column_keys else []),
-             *([_NESTED_IN_MESSAGE] if layout.conversations else [])]
-    return not found or not pl.Series(_pieces(block), dtype=pl.Binary).cast(pl.String).str.contains("|".join(found)).any()
+    keys = [*layout.column_keys, *(layout.first_batch_keys if first_batch else ())]
+    if not (layout.column_keys or layout.conversations):
+        return not any(key.encode() in block for key in keys)
+    found = "|".join([*(re.escape(key) for key in keys), *([_NESTED_IN_MESSAGE] if layout.conversations else [])])
+    return not pl.Series(_pieces(block), dtype=pl.Binary).cast(pl.String).str.contains(found).any()
 
 
 #: Bytes of the pieces a block is searched in by polars (a search in one value takes four times its size in memory).
