@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 
-import polars as pl
 import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
@@ -40,13 +39,19 @@ def _meta(draw_count):
     return {**side("a"), **side("b"), "sum_user_tokens": draw_count(), "turns": 1}
 
 
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40) | st.sampled_from(["# Title\n- item\n**bold**", "[1] see {x}", '"quoted" \\ back'])
+MESSAGES = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]), "content": TEXT}), min_size=1, max_size=4)
+
+
 @st.composite
 def fastchat_rows(draw, rows: int):
-    """Votes as FastChat's JSON lines hold them, each as the dict to write."""
+    """Votes as FastChat's JSON lines hold them, each as the dict to write; in some logs, with their texts."""
     out = []
+    texts = draw(st.booleans())
     for i in range(rows):
         a, b = draw(st.sampled_from(MODELS)), draw(st.sampled_from(MODELS))
         out.append({
+            **({f"conversation_{s}": draw(MESSAGES) for s in "ab"} if texts else {}),
             "question_id": f"q{i:04d}", "model_a": a, "model_b": b if b != a else MODELS[(MODELS.index(a) + 1) % len(MODELS)],
             "winner": draw(st.sampled_from(WINNERS)), "judge": f"arena_user_{i % 7}", "turn": draw(st.integers(1, 3)),
             "anony": draw(st.booleans()), "language": draw(st.sampled_from(["English", "German", "中文"])),
@@ -65,9 +70,17 @@ def _vote(i: int) -> dict:
     }
 
 
-def _fastchat_file(tmp_path, rows=40):
+def _with_texts(vote: dict, i: int) -> dict:
+    """A vote with its conversations instead of LMArena's counts of them."""
+    turns = lambda answer: [{"role": "user", "content": "q\u00e9 \"x\""}, {"role": "assistant", "content": answer}]  # noqa: E731
+    return {**{k: v for k, v in vote.items() if k != "conv_metadata"},
+            "conversation_a": turns("# H\n- a\n**b** " * (i % 4)), "conversation_b": turns("word " * i)}
+
+
+def _fastchat_file(tmp_path, rows=40, texts=False):
     path = tmp_path / "votes.jsonl"
-    path.write_text("".join(json.dumps(_vote(i)) + "\n" for i in range(rows)))
+    votes = [_with_texts(_vote(i), i) if texts else _vote(i) for i in range(rows)]
+    path.write_text("".join(json.dumps(vote) + "\n" for vote in votes))
     return path
 
 
@@ -139,6 +152,13 @@ HOSTILE = {
     "late feature column": _set("tokens_a", 17),
     "late bad feature column": _set("tokens_a", "many"),
     "late id": _set("id", "battle-7"),
+    "late conversation": _set("conversation_b", [{"role": "user", "content": "hi"}]),
+    "nested message content": _set("conversation_a", [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]),
+    "message without content": _set("conversation_a", [{"role": "user"}]),
+    "message of text": _set("conversation_b", ["hello"]),
+    "conversation as text": _set("conversation_a", '[{"role": "user", "content": "hi"}]'),
+    "empty conversation": _set("conversation_b", []),
+    "message with more keys": _set("conversation_a", [{"role": "user", "content": "hi", "images": []}]),
     "late null id": _set("id", None),
     "late Kaggle winner columns": lambda rows, lines, at: lines.__setitem__(at, _line({**rows[at], "winner_model_a": 1, "winner_model_b": 0})),
     "late null Kaggle winner columns": lambda rows, lines, at: lines.__setitem__(at, _line({**rows[at], "winner_model_a": None, "winner_model_b": None})),
@@ -283,23 +303,26 @@ def test_a_fit_of_a_jsonl_log_is_that_of_the_batch_path(tmp_path, monkeypatch, r
 
 
 @pytest.mark.parametrize("columns", [PLAIN, STYLED])
-def test_fastchat_logs_are_streamed(tmp_path, monkeypatch, columns):
-    """The logs tools write (FastChat's JSON lines, with LMArena's counts) are read by the streamed path, never by
-    the batch path, for a plain fit and a style fit alike."""
-    path = _fastchat_file(tmp_path)
+@pytest.mark.parametrize("texts", [False, True])
+def test_fastchat_logs_are_streamed(tmp_path, monkeypatch, columns, texts):
+    """The logs tools write (FastChat's JSON lines, with LMArena's counts or the conversations) are read by the
+    streamed path, never by the batch path, for a plain fit and a style fit alike."""
+    path = _fastchat_file(tmp_path, texts=texts)
     monkeypatch.setattr(reading, "read_lean", _no_batch_path)
     monkeypatch.setattr(reading, "read_full", _no_batch_path)
     result = read_sources([path], columns=columns)
     assert result.battles.height == 40 and result.quarantine.height == 0
-    if columns is STYLED:
+    if columns is STYLED and texts:
+        assert result.battles["conversation_b"].list.get(1).struct.field("content").to_list() == ["word " * i for i in range(40)]
+    elif columns is STYLED:
         assert result.battles["meta_tokens_a"].to_list() == [i % 7 for i in range(40)]
 
 
-@pytest.mark.parametrize("style", ["none", "both"])
-def test_a_fit_of_a_fastchat_log_is_streamed(tmp_path, monkeypatch, style):
-    """`arena fit votes.jsonl`, plain or with LMArena's counts, reads the log by the streamed path, and gives the
-    leaderboard of the batch path."""
-    path = _fastchat_file(tmp_path, rows=60)
+@pytest.mark.parametrize("style, texts", [("none", False), ("both", False), ("both", True)])
+def test_a_fit_of_a_fastchat_log_is_streamed(tmp_path, monkeypatch, style, texts):
+    """`arena fit votes.jsonl`, plain or with style counts (LMArena's, or from the texts), reads the log by the
+    streamed path, and gives the leaderboard of the batch path."""
+    path = _fastchat_file(tmp_path, rows=60, texts=texts)
     with monkeypatch.context() as patched:
         patched.setattr(reading, "read_lean", _no_batch_path)
         patched.setattr(reading, "read_full", _no_batch_path)
