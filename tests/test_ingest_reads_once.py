@@ -87,9 +87,12 @@ def test_a_parquet_file_with_its_counts_is_read_once_and_they_are_used(tmp_path,
 def test_a_gap_in_the_counts_makes_every_battle_count_from_its_texts(tmp_path, monkeypatch, gap_at, reads_expected):
     """As for a store: one battle without counts, and all are computed. Found in the first batch, the file is
     still read once; found only after battles were mapped with their given counts, it is read again."""
+    from arena_cli.io.results import ReadPath
+
     path = tmp_path / "gap.jsonl"
     _with_counts(_votes(), gap_at).write_ndjson(path)
     options = InputOptions(batch_rows=100)
+    monkeypatch.setattr(reading, "read_jsonl_streamed", lambda *a: ReadPath.LEAN)  # batches of 100 rows (a streamed read takes blocks of bytes)
     encoded, reads = _encoded(path, monkeypatch, options)
     assert reads == {str(path): reads_expected}
     assert _unweighted(encoded).equals(_unweighted(_computed(path, options)))

@@ -39,7 +39,7 @@ def parse_timestamp(col: str, dtype: pl.DataType) -> pl.Expr:
     from_epoch = pl.from_epoch(micros.round(0).cast(pl.Int64, strict=False), time_unit="us").dt.replace_time_zone("UTC")
     if dtype.is_numeric():
         return from_epoch
-    text = pl.col(col).cast(pl.String).str.strip_chars()
+    text = pl.when(seconds.is_null()).then(pl.col(col).cast(pl.String).str.strip_chars())  # a number is no date text: parsed once
     parsed = [text.str.to_datetime(format=f, strict=False, time_zone="UTC", time_unit="us") for f in (
         "%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%.f%#z", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f",
         "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d",

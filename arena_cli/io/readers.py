@@ -304,7 +304,7 @@ JSONL_READ_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
-class _Lines:
+class LineSpans:
     """The lines found in a block of a JSON-lines file: where each starts and stops (a CR before its newline
     left out), its number in the file, and whether it holds anything but white space."""
 
@@ -314,7 +314,7 @@ class _Lines:
     filled: np.ndarray
 
     @classmethod
-    def of(cls, block: bytes, first: int, final: bool) -> tuple[_Lines, int]:
+    def of(cls, block: bytes, first: int, final: bool) -> tuple[LineSpans, int]:
         """The whole lines of ``block`` (the last one too when ``final``), numbered from ``first``; and the
         bytes they take, newlines included."""
         text = np.frombuffer(block, dtype=np.uint8)
@@ -345,7 +345,7 @@ def _line_batches(handle: IO[bytes], batch_rows: int, batch_bytes: int) -> Itera
     piece = handle.read(max(size, len(codecs.BOM_UTF8)))
     block, first, final = piece.removeprefix(codecs.BOM_UTF8), 1, not piece  # a byte-order mark is no part of line 1
     while True:
-        found, used = _Lines.of(block, first, final)
+        found, used = LineSpans.of(block, first, final)
         kept = np.flatnonzero(found.filled)
         ends = np.cumsum(found.stops[kept] - found.starts[kept] + 1)  # bytes of the kept lines, newlines included
         start = 0  # of the kept lines not yet given

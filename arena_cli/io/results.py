@@ -16,6 +16,7 @@ class ReadPath(Enum):
     """How sources are read, fastest first (see :func:`arena_cli.io.reading.choose_read_path`)."""
 
     STREAMED = "streamed"  # parquet of narrow columns, rows as they are: two polars streaming passes per file
+    STREAMED_JSONL = "streamed-jsonl"  # JSON lines: the fields needed, parsed once per block of lines
     LEAN = "lean"  # batches, validated, no hashes: for a computation that needs no ids
     FULL = "full"  # batches, validated, hashed, duplicates settled by content
 

@@ -1,0 +1,406 @@
+"""Streamed reads of JSON lines (:mod:`arena_cli.io.streamed_jsonl`): a lean read of a JSONL log gives exactly the
+battles, quarantine and counts of the batch path, whatever the lines hold, and it is the path taken for the logs
+tools write.
+
+The batch path's own answer is had by taking the streamed read away (it then answers "read by the batch path").
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from arena_cli import api
+from arena_cli.cli import app
+from arena_cli.errors import NoDataError
+from arena_cli.io import reading, streamed_jsonl
+from arena_cli.io.options import InputOptions, Source
+from arena_cli.io.reading import read_sources
+from arena_cli.io.results import ReadPath
+from arena_cli.schema import META_COLUMNS
+
+PLAIN = ["model_a", "model_b", "outcome", "weight"]
+#: What a style fit of LMArena's counts reads (and ``turn`` and ``timestamp``, to see their values).
+STYLED = [*PLAIN, "turn", "timestamp", "tokens_a", "tokens_b", "conversation_a", "conversation_b", *META_COLUMNS]
+MODELS = ["gpt-4", "claude-3", "llama-3-70b", "gemini-pro", "mistral-large"]
+WINNERS = ["model_a", "model_b", "tie", "tie (bothbad)"]
+
+
+def _meta(draw_count):
+    side = lambda s: {  # noqa: E731
+        f"sum_assistant_{s}_tokens": draw_count(), f"header_count_{s}": {f"h{i}": draw_count() for i in range(1, 7)},
+        f"list_count_{s}": {"ordered": draw_count(), "unordered": draw_count()}, f"bold_count_{s}": {"**": draw_count(), "__": draw_count()},
+        f"context_{s}_tokens": draw_count(),
+    }
+    return {**side("a"), **side("b"), "sum_user_tokens": draw_count(), "turns": 1}
+
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40) | st.sampled_from(["# Title\n- item\n**bold**", "[1] see {x}", '"quoted" \\ back'])
+MESSAGES = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]), "content": TEXT}), min_size=1, max_size=4)
+
+
+@st.composite
+def fastchat_rows(draw, rows: int):
+    """Votes as FastChat's JSON lines hold them, each as the dict to write; in some logs, with their texts."""
+    out = []
+    texts = draw(st.booleans())
+    for i in range(rows):
+        a, b = draw(st.sampled_from(MODELS)), draw(st.sampled_from(MODELS))
+        out.append({
+            **({f"conversation_{s}": draw(MESSAGES) for s in "ab"} if texts else {}),
+            "question_id": f"q{i:04d}", "model_a": a, "model_b": b if b != a else MODELS[(MODELS.index(a) + 1) % len(MODELS)],
+            "winner": draw(st.sampled_from(WINNERS)), "judge": f"arena_user_{i % 7}", "turn": draw(st.integers(1, 3)),
+            "anony": draw(st.booleans()), "language": draw(st.sampled_from(["English", "German", "中文"])),
+            "tstamp": 1.74e9 + i * 37.5, "conv_metadata": _meta(lambda: draw(st.integers(0, 40))),
+            "category_tag": {"if_v0.1": {"if": draw(st.booleans()), "score": draw(st.integers(0, 5))}}, "is_code": draw(st.booleans()),
+        })
+    return out
+
+
+def _vote(i: int) -> dict:
+    """A clean vote, as FastChat writes them (no self-battles)."""
+    return {
+        "question_id": f"q{i:04d}", "model_a": MODELS[i % 5], "model_b": MODELS[(i + 1 + (i // 5) % 4) % 5], "winner": WINNERS[i % 4],
+        "judge": f"arena_user_{i % 3}", "turn": 1, "anony": True, "language": "English", "tstamp": 1.74e9 + i,
+        "conv_metadata": _meta(lambda: i % 7), "is_code": False,
+    }
+
+
+def _with_texts(vote: dict, i: int) -> dict:
+    """A vote with its conversations instead of LMArena's counts of them."""
+    turns = lambda answer: [{"role": "user", "content": "q\u00e9 \"x\""}, {"role": "assistant", "content": answer}]  # noqa: E731
+    return {**{k: v for k, v in vote.items() if k != "conv_metadata"},
+            "conversation_a": turns("# H\n- a\n**b** " * (i % 4)), "conversation_b": turns("word " * i)}
+
+
+def _fastchat_file(tmp_path, rows=40, texts=False):
+    path = tmp_path / "votes.jsonl"
+    votes = [_with_texts(_vote(i), i) if texts else _vote(i) for i in range(rows)]
+    path.write_text("".join(json.dumps(vote) + "\n" for vote in votes))
+    return path
+
+
+def _line(row: dict, ascii_only: bool = False) -> bytes:
+    return json.dumps(row, ensure_ascii=ascii_only, separators=(",", ":")).encode()
+
+
+#: Hostile changes to a log: each takes (the rows as dicts, the lines as bytes, the place it applies at) and changes
+#: the lines in place, the file as a whole for the first few.
+def _set(field, value):
+    def change(rows, lines, at):
+        row = dict(rows[at])
+        path = field.split(".")
+        target = row
+        for key in path[:-1]:
+            target[key] = dict(target[key])
+            target = target[key]
+        if value is _DROP:
+            target.pop(path[-1], None)
+        else:
+            target[path[-1]] = value
+        lines[at] = _line(row)
+    return change
+
+
+_DROP = object()
+
+
+def _raw(text: bytes):
+    def change(rows, lines, at):
+        lines[at] = text
+    return change
+
+
+def _splice(old: bytes, new: bytes):
+    def change(rows, lines, at):
+        lines[at] = lines[at].replace(old, new, 1)
+    return change
+
+
+HOSTILE = {
+    "malformed line": _raw(b'{"model_a": "x", "model_b":'),
+    "not an object": _raw(b"[1, 2]"),
+    "blank line": _splice(b"{", b"\n  \t\n{"),
+    "invalid UTF-8": _splice(b'"judge":"', b'"judge":"\xff\xfe'),
+    "invalid UTF-8 in a field not read": _splice(b'"is_code"', b'"x":"\xc3(","is_code"'),
+    "duplicate key": _splice(b"{", b'{"model_a":"dup-model",'),
+    "duplicate key, same value": lambda rows, lines, at: _splice(b"{", b'{"winner":"%s",' % rows[at]["winner"].encode())(rows, lines, at),
+    "nested model name": _set("model_a", {"name": "gpt-4"}),
+    "nested winner": _set("winner", ["model_a"]),
+    "nested turn": _set("turn", {"n": 1}),
+    "list timestamp": _set("tstamp", [1.7e9]),
+    "string count": _set("conv_metadata.header_count_a.h1", "3"),
+    "float count": _set("conv_metadata.sum_assistant_b_tokens", 1.5),
+    "whole float count": _set("conv_metadata.list_count_a.ordered", 2.0),
+    "exponent count": _set("conv_metadata.bold_count_b.**", 1e3),
+    "negative count": _set("conv_metadata.sum_assistant_a_tokens", -4),
+    "count too large": _set("conv_metadata.sum_assistant_a_tokens", 2**60),
+    "group not an object": _set("conv_metadata.header_count_b", 7),
+    "negative zero count": _set("conv_metadata.header_count_b.h4", -0.0),
+    "count of 16 digits": _set("conv_metadata.header_count_b.h5", 10**15),
+    "null count": _set("conv_metadata.header_count_b.h6", None),
+    "null group": _set("conv_metadata.list_count_b", None),
+    "null conv_metadata": _set("conv_metadata", None),
+    "conv_metadata as text": _set("conv_metadata", '{"sum_assistant_a_tokens": 5}'),
+    "late weight": _set("weight", 2.5),
+    "late null weight": _set("weight", None),
+    "late bad weight": _set("weight", -1),
+    "late feature column": _set("tokens_a", 17),
+    "late bad feature column": _set("tokens_a", "many"),
+    "late id": _set("id", "battle-7"),
+    "late conversation": _set("conversation_b", [{"role": "user", "content": "hi"}]),
+    "nested message content": _set("conversation_a", [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]),
+    "message without content": _set("conversation_a", [{"role": "user"}]),
+    "message of text": _set("conversation_b", ["hello"]),
+    "conversation as text": _set("conversation_a", '[{"role": "user", "content": "hi"}]'),
+    "empty conversation": _set("conversation_b", []),
+    "message with more keys": _set("conversation_a", [{"role": "user", "content": "hi", "images": []}]),
+    "late null id": _set("id", None),
+    "late Kaggle winner columns": lambda rows, lines, at: lines.__setitem__(at, _line({**rows[at], "winner_model_a": 1, "winner_model_b": 0})),
+    "late null Kaggle winner columns": lambda rows, lines, at: lines.__setitem__(at, _line({**rows[at], "winner_model_a": None, "winner_model_b": None})),
+    "missing winner": _set("winner", _DROP),
+    "missing model": _set("model_b", _DROP),
+    "missing conv_metadata": _set("conv_metadata", _DROP),
+    "unicode escapes": lambda rows, lines, at: lines.__setitem__(at, _line({**rows[at], "model_a": "modèle-😀"}, ascii_only=True)),
+    "lone high surrogate": _splice(b'"judge":"', b'"judge":"\\ud800x'),
+    "lone high surrogate at a string's end": _splice(b'"judge":"arena_user_', b'"judge":"\\ud83d","j2":"'),
+    "lone low surrogate": _splice(b'"language":"', b'"language":"\\udc00'),
+    "escaped backslash before u": _splice(b'"judge":"', b'"judge":"\\\\ud800'),
+    "very long line": _splice(b'"judge":"', b'"judge":"' + b"x" * 200_000),
+    "repeated id": lambda rows, lines, at: _splice(b'"q%04d"' % at, b'"q0000"')(rows, lines, at),
+    "repeated vote": lambda rows, lines, at: lines.__setitem__(at, lines[0]),
+    "self battle": lambda rows, lines, at: lines.__setitem__(at, _line({**rows[at], "model_b": rows[at]["model_a"]})),
+    "unknown winner": _set("winner", "draw"),
+    "label to normalise": _set("winner", "Model_A"),
+    "name to trim": _set("model_a", " gpt-4 "),
+    "empty name": _set("model_a", ""),
+    "bad turn": _set("turn", "two"),
+    "bad timestamp": _set("tstamp", "yesterday"),
+    "text timestamp": _set("tstamp", "2024-05-01 10:00:00"),
+    "numeric anony": _set("anony", 1),
+    "bad anony": _set("anony", "maybe"),
+    "NaN": _splice(b'"is_code"', b'"x":NaN,"is_code"'),
+    "huge exponent": _splice(b'"is_code"', b'"x":1e999,"is_code"'),
+    "raw tab in a text": _splice(b'"judge":"', b'"judge":"a\tb'),
+    "empty object": _raw(b"{}"),
+    "nested value in a field not read": _set("language", {"name": "English"}),
+}
+WHOLE_FILE = {
+    "CRLF line ends": lambda data: data.replace(b"\n", b"\r\n"),
+    "byte-order mark": lambda data: b"\xef\xbb\xbf" + data,
+    "no final newline": lambda data: data.rstrip(b"\n"),
+    "trailing blank lines": lambda data: data + b"\n \n\n",
+}
+
+
+def _batch_path(monkeypatch):
+    """Reads from now on by the batch path."""
+    monkeypatch.setattr(reading, "read_jsonl_streamed", lambda *args: ReadPath.LEAN)
+
+
+def _comparable(result):
+    return result.battles, result.quarantine, result.summaries
+
+
+def _assert_same(fast, batch):
+    assert fast[0].schema == batch[0].schema
+    assert fast[0].equals(batch[0]), [(c, fast[0][c].to_list(), batch[0][c].to_list()) for c in fast[0].columns if not fast[0][c].equals(batch[0][c])]
+    assert fast[1].equals(batch[1]), (fast[1], batch[1])
+    assert fast[2] == batch[2]
+
+
+CLEAN = [_vote(i) for i in range(12)]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@example(CLEAN, [("nested value in a field not read", 2), ("lone high surrogate", 6)], [], PLAIN, (200_000, 64 << 20), 1)
+@example(CLEAN, [("nested value in a field not read", 2), ("lone high surrogate at a string's end", 9)], [], STYLED, (200_000, 64 << 20), 1)
+@example(CLEAN, [("late weight", 9)], ["CRLF line ends"], PLAIN, (5, 700), 4)
+@example(CLEAN, [("late null weight", 9)], [], PLAIN, (200_000, 64 << 20), 4)
+@example(CLEAN, [("late id", 3)], [], PLAIN, (3, 2500), 2)
+@example(CLEAN, [("late id", 11)], [], PLAIN, (3, 700), 2)
+@example(CLEAN, [("late null id", 4)], [], PLAIN, (200_000, 64 << 20), 2)
+@example(CLEAN, [("late null Kaggle winner columns", 5)], [], PLAIN, (200_000, 64 << 20), 3)
+@example(CLEAN, [("late Kaggle winner columns", 10)], [], PLAIN, (5, 64 << 20), 3)
+@example(CLEAN, [("repeated id", 7), ("self battle", 2)], ["byte-order mark", "trailing blank lines"], STYLED, (5, 700), 12)
+@example(CLEAN, [("self battle", 0)], ["byte-order mark", "CRLF line ends"], PLAIN, (2, 3), 1)
+@given(
+    fastchat_rows(12), st.lists(st.tuples(st.sampled_from(sorted(HOSTILE)), st.integers(0, 11)), max_size=3),
+    st.lists(st.sampled_from(sorted(WHOLE_FILE)), max_size=2, unique=True), st.sampled_from([PLAIN, STYLED]),
+    st.sampled_from([(200_000, 64 << 20), (5, 700), (3, 2500), (2, 3)]), st.integers(1, 12),
+)
+def test_a_streamed_read_gives_the_battles_quarantine_and_counts_of_the_batch_path(tmp_path, monkeypatch, rows, changes, whole, columns, batch, prefix):
+    """Whatever the lines hold (clean votes, votes to quarantine, lines the batch path reads line by line, keys
+    that appear late, damage anywhere), and however the file is cut into batches and blocks, a streamed read
+    gives what the batch path gives: it reads the file itself, or hands it to the batch path. Its plan is
+    decided from the first ``prefix`` lines.
+
+    (Not generated: a field not read that is nested in some lines and text in others, with a key given twice
+    in a field read: the batch path reads such a batch with Python's json module, which takes a key's last
+    value where polars, in every other batch and here, takes the first.)"""
+    names = {name for name, _ in changes}
+    assume(not {"nested value in a field not read", "duplicate key"} <= names)
+    lines = [_line(row) for row in rows]
+    for name, at in changes:
+        HOSTILE[name](rows, lines, at)
+    data = b"".join(line + b"\n" for line in lines)
+    for name in whole:
+        data = WHOLE_FILE[name](data)
+    path = tmp_path / "votes.jsonl"
+    path.write_bytes(data)
+    options = InputOptions(batch_rows=batch[0], batch_bytes=batch[1])
+    with monkeypatch.context() as patched:
+        patched.setattr(streamed_jsonl, "PREFIX_ROWS", prefix)
+        patched.setattr(reading, "read_lean", _no_batch_path)
+        try:
+            fast = _comparable(read_sources([path], options, columns=columns))
+            streamed = True
+        except _BatchPath:
+            streamed = False
+    if streamed:
+        with monkeypatch.context() as patched:
+            _batch_path(patched)
+            _assert_same(fast, _comparable(read_sources([path], options, columns=columns)))
+
+
+class _BatchPath(Exception):
+    """The streamed read handed the file to the batch path."""
+
+
+def _no_batch_path(*args, **kwargs):
+    raise _BatchPath
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(fastchat_rows(30), st.lists(st.tuples(st.sampled_from(sorted(HOSTILE)), st.integers(0, 29)), max_size=2), st.sampled_from(["none", "both"]))
+def test_a_fit_of_a_jsonl_log_is_that_of_the_batch_path(tmp_path, monkeypatch, rows, changes, style):
+    """`arena fit votes.jsonl` gives the leaderboard of the batch path (or the same error)."""
+    lines = [_line(row) for row in rows]
+    for name, at in changes:
+        HOSTILE[name](rows, lines, at)
+    path = tmp_path / "votes.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+
+    def fitted():
+        try:
+            result = api.fit(Source((path,)), min_battles=1, ci="none", style=style)
+        except NoDataError as error:
+            return str(error)
+        return result.leaderboard, result.warnings
+
+    fast = fitted()
+    with monkeypatch.context() as patched:
+        _batch_path(patched)
+        batch = fitted()
+    if isinstance(fast, str):
+        assert fast == batch
+    else:
+        assert fast[0].equals(batch[0]) and fast[1] == batch[1]
+
+
+@pytest.mark.parametrize("columns", [PLAIN, STYLED])
+@pytest.mark.parametrize("texts", [False, True])
+def test_fastchat_logs_are_streamed(tmp_path, monkeypatch, columns, texts):
+    """The logs tools write (FastChat's JSON lines, with LMArena's counts or the conversations) are read by the
+    streamed path, never by the batch path, for a plain fit and a style fit alike."""
+    path = _fastchat_file(tmp_path, texts=texts)
+    monkeypatch.setattr(reading, "read_lean", _no_batch_path)
+    monkeypatch.setattr(reading, "read_full", _no_batch_path)
+    result = read_sources([path], columns=columns)
+    assert result.battles.height == 40 and result.quarantine.height == 0
+    if columns is STYLED and texts:
+        assert result.battles["conversation_b"].list.get(1).struct.field("content").to_list() == ["word " * i for i in range(40)]
+    elif columns is STYLED:
+        assert result.battles["meta_tokens_a"].to_list() == [i % 7 for i in range(40)]
+
+
+@pytest.mark.parametrize("style, texts", [("none", False), ("both", False), ("both", True)])
+def test_a_fit_of_a_fastchat_log_is_streamed(tmp_path, monkeypatch, style, texts):
+    """`arena fit votes.jsonl`, plain or with style counts (LMArena's, or from the texts), reads the log by the
+    streamed path, and gives the leaderboard of the batch path."""
+    path = _fastchat_file(tmp_path, rows=60, texts=texts)
+    with monkeypatch.context() as patched:
+        patched.setattr(reading, "read_lean", _no_batch_path)
+        patched.setattr(reading, "read_full", _no_batch_path)
+        streamed = api.fit(Source((path,)), min_battles=1, ci="none", style=style)
+    _batch_path(monkeypatch)
+    assert api.fit(Source((path,)), min_battles=1, ci="none", style=style).leaderboard.equals(streamed.leaderboard)
+
+
+def test_rows_to_reject_are_quarantined_by_the_streamed_read_with_their_lines(tmp_path, monkeypatch):
+    """Self-battles, unknown labels, values of the wrong type: quarantined with their line numbers, reasons and
+    original lines (CRs and the byte-order mark left out, blank lines counted), as the batch path does."""
+    rows = [json.dumps({"model_a": "a", "model_b": "b", "winner": w, "turn": t}) for w, t in
+            [("model_a", 1), ("draw", 1), ("tie", "x"), ("model_b", 2)]]
+    path = tmp_path / "votes.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + "\r\n\r\n".join(rows).encode() + b"\r\n")
+    with monkeypatch.context() as patched:
+        patched.setattr(reading, "read_lean", _no_batch_path)
+        fast = read_sources([path], columns=PLAIN)
+    _batch_path(monkeypatch)
+    batch_result = read_sources([path], columns=PLAIN)
+    assert fast.quarantine["source_row"].to_list() == [3, 5]
+    assert fast.quarantine["raw"].to_list() == [rows[1], rows[2]]
+    _assert_same(_comparable(fast), _comparable(batch_result))
+
+
+@pytest.mark.parametrize("line, columns", [
+    (b'{"model_a": "a", "model_b": "b", "winner": "tie", "judge": "\\ud800x"}', PLAIN),  # polars reads a lone high surrogate as NUL
+    (b'{"model_a": {"n": "a"}, "model_b": "b", "winner": "tie"}', PLAIN),  # polars renders a nested value as text
+    (b'{"model_a": "a", "model_b": "b", "winner": "tie", "conv_metadata": {"sum_assistant_a_tokens": 1.0}}', STYLED),  # not an integer
+    (b'{"model_a": "a", "model_b": "b", "winner": "tie", "conv_metadata": {"header_count_b": {"h2": -1}}}', PLAIN),  # a count to reject
+    (b'{"model_a": "a", "model_b": "b", "winner": "tie", "conv_metadata": "{\\"turns\\": 1}"}', PLAIN),  # conv_metadata as text
+    (b'{"model_a": "a", "model_b": "b", "winner": "tie", "weight": 2}', PLAIN),  # a key the first lines lacked
+])
+def test_lines_polars_reads_otherwise_are_read_by_the_batch_path(tmp_path, monkeypatch, line, columns):
+    path = tmp_path / "votes.jsonl"
+    first = b'{"model_a": "a", "model_b": "b", "winner": "model_a", "conv_metadata": {"sum_assistant_a_tokens": 3}}\n'
+    path.write_bytes(first * 3000 + line + b"\n")
+    calls = []
+    lean = reading.read_lean
+    monkeypatch.setattr(reading, "read_lean", lambda *a, **k: calls.append(1) or lean(*a, **k))
+    read_sources([path], columns=columns)
+    assert calls
+
+
+def test_counts_read_as_text_are_those_of_the_batch_path(tmp_path, monkeypatch):
+    """A plain fit only checks LMArena's counts (read as text): whole numbers in any form pass, as in the batch
+    path; any other is a row the batch path reads."""
+    path = tmp_path / "votes.jsonl"
+    counts = ["1.0", "1e3", "0", "null", "123456789012345", "-0"]
+    path.write_bytes(b"".join(b'{"model_a": "a", "model_b": "b", "winner": "tie", "conv_metadata": {"sum_assistant_b_tokens": %s, '
+                              b'"header_count_a": {"h3": %s}, "bold_count_b": null}}\n' % (c.encode(), c.encode()) for c in counts))
+    with monkeypatch.context() as patched:
+        patched.setattr(reading, "read_lean", _no_batch_path)
+        fast = read_sources([path], columns=PLAIN)
+    _batch_path(monkeypatch)
+    assert fast.battles.height == len(counts)
+    _assert_same(_comparable(fast), _comparable(read_sources([path], columns=PLAIN)))
+
+
+runner = CliRunner()
+
+
+def test_a_hostile_log_fits_as_before_through_the_cli(tmp_path, monkeypatch):
+    """A log with damaged lines, rows to reject and blank lines: `arena fit` prints the same board and notes."""
+    rows = [{"question_id": f"q{i}", "model_a": MODELS[i % 5], "model_b": MODELS[(i + 2) % 5], "winner": WINNERS[i % 4],
+             "conv_metadata": _meta(lambda: i % 5)} for i in range(200)]
+    lines = [json.dumps(row).encode() for row in rows]
+    lines[17] = b'{"model_a": "gpt-4", "model_b": "gpt-4", "winner": "tie"}'
+    lines[40] = b'{"model_a": "gpt-4", "model_b": "claude-3", "winner": "who knows"}'
+    lines[90] = b'{"model_a": "gpt-4", "model_b": "claude-3", "winner": "tie", "conv_metadata": {"sum_assistant_a_tokens": -2}}'
+    path = tmp_path / "votes.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n\n")
+    args = ["fit", str(path), "--ci", "none", "--min-battles", "1", "--style", "both"]
+    with monkeypatch.context() as patched:
+        patched.setattr(reading, "read_lean", _no_batch_path)
+        fast = runner.invoke(app, args)
+    assert fast.exit_code == 0, fast.output
+    assert "3 row(s) skipped" in fast.output
+    _batch_path(monkeypatch)
+    batch = runner.invoke(app, args)
+    assert (fast.exit_code, fast.stdout, fast.stderr) == (batch.exit_code, batch.stdout, batch.stderr)
