@@ -54,7 +54,7 @@ def load_fit_battles(
     within a streaming query) as files are read, so that the per-side counts are never held whole.
     """
     from arena_cli.features.registry import side_columns
-    from arena_cli.io.battles import load_battle_parts, load_battles
+    from arena_cli.io.battles import load_battle_parts
     from arena_cli.io.store import Store
     from arena_cli.models.design import WEIGHT
     sources, store = source.files, source.store_path  # a files source still finds cached features in the store
@@ -98,14 +98,18 @@ def load_fit_battles(
         collected: list[Frame] = [part.lazy().collect(engine="streaming") for part in parts.battles]
         if _counted(collected, feature_columns, map_batch):
             return Loaded(collected, parts.warnings)
-    loaded_whole = load_battles(source, filters, columns=columns)
-    battles = loaded_whole.battles
-    if not _complete(battles, feature_columns):
-        from arena_cli.features import attach_features
+    def counted_part(part: Frame) -> Frame:
+        """A part with every feature: cached, else computed from its texts (a pure function of each battle, so
+        part by part is the same), never the store's texts whole."""
+        battles = part.lazy().collect()
+        if not _complete(battles, feature_columns):
+            from arena_cli.features import attach_features
 
-        battles = attach_features(battles, store=store, recipe=features.recipe, encoding=features.encoding)
-    battles = _preferred(battles, meta)
-    return Loaded([map_batch(battles) if map_batch is not None else battles], loaded_whole.warnings)
+            battles = attach_features(battles, store=store, recipe=features.recipe, encoding=features.encoding)
+        battles = _preferred(battles, meta)
+        return map_batch(battles) if map_batch is not None else battles
+
+    return load_battle_parts(source, filters, columns=columns, map_batch=counted_part)
 
 
 def _meta_columns(feature_columns: list[str]) -> dict[str, str] | None:
