@@ -132,6 +132,34 @@ def test_cached_counts_joined_part_by_part_are_those_attach_features_gives(tmp_p
     assert set(recomputed.filter(pl.col("battle_id") != "q31")["h6_a"]) == {9}
 
 
+def test_counts_a_store_has_not_cached_are_computed_part_by_part_from_each_parts_texts(tmp_path, monkeypatch):
+    """A style fit from a store without cached counts computes them from the texts of one part at a time (the
+    store's texts are never read whole, nor read again for each part), and fits what a file fit of the same votes
+    fits."""
+    import arena_cli.features as features
+
+    store = Store.open(tmp_path / "store", create=True)
+    votes = [vote(i, meta=False) for i in range(90)]
+    for part in range(3):
+        path = tmp_path / f"votes{part}.jsonl"
+        write(path, votes[30 * part : 30 * (part + 1)])
+        ingest_to_store(store, [path])
+    write(tmp_path / "all.jsonl", votes)
+    seen: list[int] = []
+    attach = features.attach_features
+    monkeypatch.setattr(features, "attach_features", lambda battles, **k: seen.append(battles.height) or attach(battles, **k))
+    scan = Store.scan
+
+    def no_second_read_of_texts(self, table, columns=None):
+        assert not (table == "battles" and "conversation_a" in (columns or [])), "texts read from the store again"
+        return scan(self, table, columns)
+
+    monkeypatch.setattr(Store, "scan", no_second_read_of_texts)
+    from_store = fit("--store", str(store.root))
+    assert seen == [30, 30, 30]
+    assert coefficients(from_store) == pytest.approx(coefficients(fit(str(tmp_path / "all.jsonl"))), abs=1e-9)
+
+
 @pytest.mark.parametrize("without_meta", [0, 5])
 def test_a_parquet_log_with_nested_conv_metadata_is_streamed_with_its_counts(tmp_path, monkeypatch, without_meta):
     """LMArena's release shape: conv_metadata as a parquet struct of counts. Its fit is streamed (counts mapped

@@ -98,18 +98,20 @@ def load_fit_battles(
         collected: list[Frame] = [part.lazy().collect(engine="streaming") for part in parts.battles]
         if _counted(collected, feature_columns, map_batch):
             return Loaded(collected, parts.warnings)
+    texts = [c for c in ("conversation_a", "conversation_b") if c not in columns]
+
     def counted_part(part: Frame) -> Frame:
-        """A part with every feature: cached, else computed from its texts (a pure function of each battle, so
-        part by part is the same), never the store's texts whole."""
+        """A part with every feature: cached, else computed from its own texts (a pure function of each battle,
+        so part by part is the same), never the store's texts whole."""
         battles = part.lazy().collect()
         if not _complete(battles, feature_columns):
             from arena_cli.features import attach_features
 
             battles = attach_features(battles, store=store, recipe=features.recipe, encoding=features.encoding)
-        battles = _preferred(battles, meta)
+        battles = _preferred(battles.drop(texts, strict=False), meta)
         return map_batch(battles) if map_batch is not None else battles
 
-    return load_battle_parts(source, filters, columns=columns, map_batch=counted_part)
+    return load_battle_parts(source, filters, columns=[*columns, *texts], map_batch=counted_part)
 
 
 def _meta_columns(feature_columns: list[str]) -> dict[str, str] | None:
