@@ -395,6 +395,9 @@ def _meta(tokens_a=10, h1_b=1):
     ({"conv_metadata": [_meta(), _meta(5, 0), None, _meta(0, 3)]}, True),  # a struct of counts is narrow
     ({"conv_metadata": [_meta(), _meta(-5, 0), _meta(1, 2**60), _meta(0, None)]}, True),  # counts out of range: quarantined
     ({"conv_metadata": [{"sum_assistant_a_tokens": "10"}, None, None, None]}, False),  # a struct holding text: batches
+    # conversations typed as lists of messages fail no check: not read, so narrow
+    ({"conversation_a": [[{"role": "user", "content": "hi"}], [], None, [{"role": "assistant", "content": "x"}]]}, True),
+    ({"conversation_b": ["hi", None, "[]", "x"]}, False),  # conversations as text (JSON to decode): batches
 ])
 @pytest.mark.parametrize("slice_rows", [3, None])
 def test_parquet_logs_already_canonical_are_streamed_with_the_battles_of_a_full_read(tmp_path, monkeypatch, change, streamed, slice_rows):

@@ -18,7 +18,7 @@ from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMN
 from arena_cli.io.dialects import Plan, plan_for
 from arena_cli.io.options import InputOptions
 from arena_cli.io.duplicates import CONTENT_ID
-from arena_cli.io.fields import MAX_COUNT, field_path
+from arena_cli.io.fields import MAX_COUNT, field_path, typed_conversation
 from arena_cli.io.footer import integer_ranges
 from arena_cli.io.readers import parquet_schema
 from arena_cli.schema import META_COLUMNS, FrameT, meta_paths
@@ -100,9 +100,13 @@ def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> L
     if plan.dialect == "kaggle":
         return LeanParquet(schema, plan, None, narrow=False)
     counts_in_range = "conv_metadata" in plan.columns and _counts_in_range(path, schema, plan.columns["conv_metadata"])
-    if counts_in_range and not set(META_COLUMNS) & set(columns):
-        # read only to be checked, and no row can fail its checks: not read at all
-        plan = Plan(plan.dialect, {k: v for k, v in plan.columns.items() if k != "conv_metadata"}, plan.extras)
+    unread = {"conv_metadata"} if counts_in_range and not set(META_COLUMNS) & set(columns) else set()
+    # a list of {role, content} messages as parquet types it fails no check (nor does a list of nulls): conversations
+    # not wanted are not read to be checked (a plain fit of a log with texts reads no text)
+    unread |= {f for f in ("conversation_a", "conversation_b") if f in plan.columns and f not in columns
+               and typed_conversation(plan.columns[f], schema[plan.columns[f]]) is not None}
+    if unread:  # read only to be checked, and no row can fail its checks: not read at all
+        plan = Plan(plan.dialect, {k: v for k, v in plan.columns.items() if k not in unread}, plan.extras)
     read = [c for c in dict.fromkeys([*plan.columns.values(), *plan.extras]) if c in schema]
     narrow = all(_numbers_only(schema[plan.columns[f]]) for f in TEXT_FIELDS if f in plan.columns) and not any(
         schema[c].is_nested() and not _numbers_only(schema[c]) for c in read
