@@ -500,7 +500,12 @@ def test_lean_parquet_reads_size_their_batches_by_the_columns_read(tmp_path):
     columns, rows = read("v.parquet", [*names, *counts])
     assert set(columns) == {"model_a", "model_b", "winner", *counts}
     assert options.batch_rows < rows == NARROW_BATCH_BYTES // (3 * SHORT_TEXT_BYTES + 8 * len(counts)) < NARROW_BATCH_ROWS
-    columns, rows = read("texts.parquet", names)  # texts are read to be validated
+    # conversations typed as lists of messages fail no check: read only when kept, and then in the ingest's batches
+    assert read("texts.parquet", names) == (["model_a", "model_b", "winner"], narrow)
+    columns, rows = read("texts.parquet", [*names, "conversation_a"])
+    assert "conversation_a" in columns and rows == options.batch_rows
+    votes.with_columns(conversation_a=pl.lit('[{"role": "user", "content": "q"}]')).write_parquet(tmp_path / "json.parquet")
+    columns, rows = read("json.parquet", names)  # conversations as JSON text are read to be validated
     assert "conversation_a" in columns and rows == options.batch_rows
 
 
