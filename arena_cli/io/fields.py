@@ -13,7 +13,7 @@ import polars as pl
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType
 
-from arena_cli.schema import BATTLE_SCHEMA, CONVERSATION
+from arena_cli.schema import BATTLE_SCHEMA, CONVERSATION, meta_paths
 
 
 def parse_text(col: str, dtype: pl.DataType) -> pl.Expr:
@@ -144,14 +144,24 @@ def json_text(value: pl.Expr) -> pl.Expr:
     return pl.when(value.is_not_null()).then(wrapped.str.slice(5).str.strip_suffix("}"))
 
 
-def meta_text_dtype() -> pl.Struct:
-    fields: dict[str, pl.DataType] = {}
+def meta_dtype(leaf: pl.DataType) -> pl.Struct:
+    """LMArena's ``conv_metadata`` as a struct of the counts validation reads (:func:`meta_paths`), each of type
+    ``leaf``."""
+    fields: dict[str, dict[str, pl.DataType] | pl.DataType] = {}
     for side in ("a", "b"):
-        fields[f"sum_assistant_{side}_tokens"] = pl.String()
-        fields[f"header_count_{side}"] = pl.Struct({f"h{i}": pl.String for i in range(1, 7)})
-        fields[f"list_count_{side}"] = pl.Struct({"ordered": pl.String, "unordered": pl.String})
-        fields[f"bold_count_{side}"] = pl.Struct({"**": pl.String, "__": pl.String})
-    return pl.Struct(fields)
+        for path in meta_paths(side).values():
+            if len(path) == 1:
+                fields[path[0]] = leaf
+            else:
+                group = fields.setdefault(path[0], {})
+                assert isinstance(group, dict)
+                group[path[1]] = leaf
+    return pl.Struct({name: pl.Struct(dtype) if isinstance(dtype, dict) else dtype for name, dtype in fields.items()})
+
+
+def meta_text_dtype() -> pl.Struct:
+    """``conv_metadata`` decoded from JSON text: every count as text, parsed and checked as a parquet count is."""
+    return meta_dtype(pl.String())
 
 
 def field_path(expr: pl.Expr, dtype: PolarsDataType, path: tuple[str, ...]) -> tuple[pl.Expr, PolarsDataType] | None:

@@ -58,6 +58,7 @@ import polars as pl
 from arena_cli.errors import InputError
 from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMNS, canonicalize, numeric_extras
 from arena_cli.io.dialects import ARENA_COLUMNS, Plan, plan_for
+from arena_cli.io.fields import meta_dtype
 from arena_cli.io.files import opened
 from arena_cli.io.judged import JudgeLog
 from arena_cli.io.lean import VALIDATED, LeanIds, lean_plan, select_wanted
@@ -227,26 +228,12 @@ def _read_type(field: str, values: pl.Series) -> pl.DataType | None:
     given = values.dtype
     absent = given == pl.String and values.null_count() == values.len()
     if field == "conv_metadata":
-        return conv_metadata_counts() if isinstance(given, pl.Struct) or absent else None
+        return meta_dtype(pl.Int64()) if isinstance(given, pl.Struct) or absent else None
     if field in ("conversation_a", "conversation_b"):
         inner = given.inner if isinstance(given, pl.List) else None
         messages = inner == pl.Null or isinstance(inner, pl.Struct) and {"role", "content"} <= {f.name for f in inner.fields}
         return CONVERSATION if messages or absent else None
     return None if given.is_nested() else pl.String()
-
-
-def conv_metadata_counts() -> pl.Struct:
-    """LMArena's ``conv_metadata`` as read here: the counts that validation reads, as integers."""
-    fields: dict[str, dict[str, pl.DataType] | pl.DataType] = {}
-    for side in ("a", "b"):
-        for path in meta_paths(side).values():
-            if len(path) == 1:
-                fields[path[0]] = pl.Int64()
-            else:
-                group = fields.setdefault(path[0], {})
-                assert isinstance(group, dict)
-                group[path[1]] = pl.Int64()
-    return pl.Struct({name: pl.Struct(dtype) if isinstance(dtype, dict) else dtype for name, dtype in fields.items()})
 
 
 def _blocks(path: Path, layout: _Layout, options: InputOptions, labels: dict[str, str]) -> Iterator[Block | None]:
