@@ -346,7 +346,7 @@ def load_leaderboard(path: Path) -> tuple[pl.DataFrame, dict[str, Any]]:
             meta = payload.get("meta", {})
             return _complete(frame, str(path)), dict(meta.get("settings", meta))
         if suffix == ".parquet":
-            return _complete(pl.read_parquet(path), str(path)), {}
+            return _complete(pl.read_parquet(path, glob=False), str(path)), {}
         if suffix == ".csv":
             return _complete(pl.read_csv(path), str(path)), {}
     except InputError:

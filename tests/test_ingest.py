@@ -462,6 +462,16 @@ def test_streamed_reads_give_vote_weights_only_where_the_log_has_them(tmp_path):
         assert streamed.leaderboard.equals(whole.leaderboard)
 
 
+@pytest.mark.parametrize("name", ["v[1].parquet", "v*.parquet", "v?.parquet"])
+def test_a_parquet_file_is_read_by_its_name_not_as_a_pattern(tmp_path, name):
+    """Glob characters in a file's name are part of it (polars would take ``v[1].parquet`` as a pattern)."""
+    path = _canonical_parquet(tmp_path / name)
+    (tmp_path / "v1.parquet").write_bytes(b"not parquet")  # what the pattern v[1].parquet would match
+    full = read_sources([path])
+    assert full.battles.height == 4
+    assert read_sources([path], columns=STREAMED_COLUMNS).battles.equals(full.battles.select(STREAMED_COLUMNS))
+
+
 def test_a_corrupt_parquet_file_is_an_input_error_on_the_streamed_path(tmp_path):
     path = _canonical_parquet(tmp_path / "v.parquet")
     data = path.read_bytes()

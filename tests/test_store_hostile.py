@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -612,6 +612,7 @@ other_names = st.one_of(
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=other_names)
+@example(name="[").via("a glob character: polars took the name as a pattern")
 def test_a_listed_part_under_any_other_name_keeps_its_battles(base, tmp_path_factory, name):
     """A part a user renamed (and listed so) is damage every command names; repair gives it back a part's name,
     so that not one of its battles stops being counted, and deletes nothing."""

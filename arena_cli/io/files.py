@@ -20,6 +20,7 @@ import sys
 import tempfile
 import weakref
 import zlib
+from typing import TYPE_CHECKING
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,6 +28,9 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from arena_cli.errors import InputError
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: A file name standing for standard input.
 STDIN = "-"
@@ -69,6 +73,14 @@ def is_stdin(path: str | os.PathLike[str]) -> bool:
 
 #: Standard input copied to a file, per stream (a test harness or a caller may replace ``sys.stdin``).
 _STDIN_COPIES: weakref.WeakKeyDictionary[Any, Path] = weakref.WeakKeyDictionary()
+
+
+def scan_parquet(path: str | os.PathLike[str]) -> pl.LazyFrame:
+    """A lazy read of one parquet file (a source, or a store's part), its name taken as it is: polars would take
+    ``votes[1].parquet`` as a glob pattern (and find no file, or another)."""
+    import polars as pl
+
+    return pl.scan_parquet(local_path(path), glob=False)
 
 
 def local_path(path: str | os.PathLike[str]) -> Path:

@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from arena_cli.errors import InputError
+from arena_cli.io.files import scan_parquet
 
 MANIFEST = "manifest.json"
 FORMAT = "arena-store"
@@ -253,7 +254,7 @@ def _footer(path: str, size: int, mtime_ns: int, inode: int) -> tuple[int, dict[
     """Rows and schema from a part's footer. Parts never change once written, so a process reads each once."""
     import polars as pl
 
-    scan = pl.scan_parquet(path)
+    scan = scan_parquet(path)
     return scan.select(pl.len()).collect().item(), dict(scan.collect_schema())
 
 
@@ -316,7 +317,7 @@ def read_data(root: Path, path: str) -> tuple[Problem | None, int, dict[str, int
 
     file = root / path
     try:
-        nulls = pl.scan_parquet(file).select(pl.all().null_count()).collect(engine="streaming")
+        nulls = scan_parquet(file).select(pl.all().null_count()).collect(engine="streaming")
         rows = footer(file)[0]
     except PermissionError:
         raise not_permitted(file) from None

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from polars._typing import PolarsDataType
 
 from arena_cli.errors import InputError
-from arena_cli.io.files import check_file, local_path, opened, parquet_content, text_content
+from arena_cli.io.files import check_file, local_path, opened, parquet_content, scan_parquet, text_content
 from arena_cli.io.footer import RowGroup, row_groups
 from arena_cli.io.options import BATCH_BYTES
 from arena_cli.schema import QUARANTINE_SCHEMA, QuarantineReason
@@ -635,13 +635,9 @@ def corrupt_parquet(path: Path, error: BaseException) -> InputError:
 def parquet_schema(path: Path) -> pl.Schema:
     parquet_content(path)
     try:
-        return pl.Schema(pl.read_parquet_schema(local_path(path)))
+        return scan_parquet(path).collect_schema()
     except PARQUET_ERRORS as error:
         raise corrupt_parquet(path, error) from None
-
-
-def scan_parquet(path: Path) -> pl.LazyFrame:
-    return pl.scan_parquet(local_path(path))
 
 
 #: A row group larger than a batch is decoded whole up to this many batches' bytes and rows (in as few slices of

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from arena_cli.errors import InputError
 from arena_cli.io.atomic import atomic_write, atomic_write_bytes, fsync_dir
 from arena_cli.io.fields import MAX_COUNT
+from arena_cli.io.files import scan_parquet
 from arena_cli.io.manifest import (
     FORMAT,
     FORMAT_VERSION,
@@ -212,7 +213,7 @@ def _count_problem(root: Path, entry: Entry) -> Problem | None:
     if not columns:
         return None
     try:
-        bad = pl.scan_parquet(root / path).select("battle_id", *columns).filter(_invalid(columns)).collect(engine="streaming")
+        bad = scan_parquet(root / path).select("battle_id", *columns).filter(_invalid(columns)).collect(engine="streaming")
     except (OSError, pl.exceptions.PolarsError, pl.exceptions.PanicException) as error:
         return unreadable_data(path, error)
     if not bad.height:
@@ -329,11 +330,11 @@ class _Plan:
         if not columns:
             return
         invalid = _invalid(columns)
-        bad = pl.scan_parquet(source).filter(invalid).collect()
+        bad = scan_parquet(source).filter(invalid).collect()
         if not bad.height:
             return
         good = self.kept.pop(path)["rows"] - bad.height
-        nulls = pl.scan_parquet(source).filter(~invalid).select(pl.all().null_count()).collect(engine="streaming")
+        nulls = scan_parquet(source).filter(~invalid).select(pl.all().null_count()).collect(engine="streaming")
         valid = self.new_part("battles") if good else None
         if valid is not None:
             self.kept[valid] = {"path": valid, "rows": good, "nulls": {c: n for c, n in zip(nulls.columns, nulls.row(0)) if n}}
@@ -364,7 +365,7 @@ class _Plan:
 def _battle_ids(file: Path) -> pl.DataFrame:
     import polars as pl
 
-    return pl.read_parquet(file, columns=["battle_id"])
+    return scan_parquet(file).select("battle_id").collect()
 
 
 def _known(root: Path, manifest: dict[str, Any] | None, problems: list[Problem]) -> tuple[list[tuple[str, str, int | None, dict[str, int] | None]], list[str], int | None, list[Any]]:
@@ -530,7 +531,7 @@ def _apply(plan: _Plan) -> None:
             for source, valid, rejected, quarantine in plan.splits:
                 if valid is not None:
                     created.append(root / valid)
-                    battles = pl.scan_parquet(root / source).filter(~_invalid(_counts_of(root / source)))
+                    battles = scan_parquet(root / source).filter(~_invalid(_counts_of(root / source)))
                     atomic_write(root / valid, lambda tmp: battles.collect().write_parquet(tmp, compression="zstd", statistics=True))
                 created.append(root / rejected)
                 atomic_write(root / rejected, lambda tmp: quarantine.write_parquet(tmp, compression="zstd", statistics=True))

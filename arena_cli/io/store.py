@@ -41,6 +41,7 @@ import polars as pl
 
 from arena_cli.errors import InputError, StoreLockedError
 from arena_cli.io.atomic import atomic_write, atomic_write_bytes, fsync_dir, write_failure
+from arena_cli.io.files import scan_parquet
 from arena_cli.io.manifest import (
     MANIFEST,
     TABLE_FOLDERS,
@@ -177,7 +178,7 @@ class Store:
         not a polars error halfway through a command."""
         path = part.relative_to(self.root).as_posix()
         try:
-            schema = pl.scan_parquet(part).collect_schema()
+            schema = scan_parquet(part).collect_schema()
         except (OSError, pl.exceptions.PolarsError) as error:
             raise StoreDamagedError(self.root, [Problem("unreadable_part", path, f"{path}: it is not readable parquet ({first_line(error)})")]) from None
         why = schema_problem(table, dict(schema), union)
@@ -214,7 +215,7 @@ class Store:
         from polars.io.plugins import register_io_source
 
         def read(columns: list[str] | None, predicate: pl.Expr | None, limit: int | None, _batch: int | None) -> Iterator[pl.DataFrame]:
-            query = pl.scan_parquet(part)
+            query = scan_parquet(part)
             query = query.select(columns) if columns is not None else query
             query = query.filter(predicate) if predicate is not None else query
             try:

@@ -20,7 +20,8 @@ from arena_cli.io.canonical import Check, canonicalize, extra_exprs, field_exprs
 from arena_cli.io.fields import changed_values, parse_text
 from arena_cli.io.duplicates import CONTENT_ID
 from arena_cli.io.lean import LeanIds, LeanParquet, select_wanted
-from arena_cli.io.readers import ROW, corrupt_parquet, scan_parquet
+from arena_cli.io.files import scan_parquet
+from arena_cli.io.readers import ROW, corrupt_parquet
 from arena_cli.io.results import IngestResult, ReadPath, SourceSummary
 from arena_cli.schema import Frame, conform, empty_quarantine
 
