@@ -462,6 +462,22 @@ def test_streamed_reads_give_vote_weights_only_where_the_log_has_them(tmp_path):
         assert streamed.leaderboard.equals(whole.leaderboard)
 
 
+@pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
+def test_a_message_whose_content_is_not_text_is_no_conversation(tmp_path, suffix):
+    """Content given as parts (``[{type, text}]``, as chat APIs send it) is not a conversation arena-cli reads: the
+    row is quarantined as a wrong type, by every read path (it was an internal error)."""
+    rows = [{"model_a": "a", "model_b": "b", "winner": "model_a", "conversation_a": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]},
+            {"model_a": "b", "model_b": "a", "winner": "tie", "conversation_a": [{"role": "user", "content": "plain"}]}]
+    path = tmp_path / f"v.{suffix}"
+    if suffix == "jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        pl.DataFrame(rows[:1]).write_parquet(path)
+    for columns in (None, ["model_a", "model_b", "outcome"]):
+        result = read_sources([path], columns=columns)
+        assert result.quarantine.filter(pl.col("source_row") == 1)["detail"].to_list() == ["conversation_a: not a list of {role, content} messages"]
+
+
 @pytest.mark.parametrize("name", ["v[1].parquet", "v*.parquet", "v?.parquet"])
 def test_a_parquet_file_is_read_by_its_name_not_as_a_pattern(tmp_path, name):
     """Glob characters in a file's name are part of it (polars would take ``v[1].parquet`` as a pattern)."""

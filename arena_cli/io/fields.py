@@ -106,8 +106,12 @@ def parse_boolean(col: str, dtype: pl.DataType) -> pl.Expr:
 
 
 def typed_conversation(col: str, dtype: pl.DataType) -> pl.Expr | None:
+    """A typed column (parquet; nested JSON) as conversations, when it is a list of messages whose role and content
+    are scalars; None for any other shape (content given as parts, ``[{type, text}]``, say), whose values are no
+    conversation."""
     inner = dtype.inner if isinstance(dtype, pl.List) else None
-    if isinstance(inner, pl.Struct) and {"role", "content"} <= {f.name for f in inner.fields}:
+    fields = {f.name: f.dtype for f in inner.fields} if isinstance(inner, pl.Struct) else {}
+    if {"role", "content"} <= set(fields) and not (fields["role"].is_nested() or fields["content"].is_nested()):
         return pl.col(col).list.eval(pl.struct(pl.element().struct.field("role").cast(pl.String), pl.element().struct.field("content").cast(pl.String))).cast(CONVERSATION)
     if inner == pl.Null:  # only empty lists (or lists of nulls) were seen: an empty list is an empty conversation
         return pl.when(pl.col(col).list.len() == 0).then(pl.col(col).cast(CONVERSATION))
