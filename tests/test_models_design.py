@@ -311,3 +311,14 @@ def test_no_parts_or_only_empty_ones_is_no_data():
     empty = pl.DataFrame(schema={"model_a": pl.String, "model_b": pl.String, "outcome": pl.String})
     with pytest.raises(NoDataError):
         D.prepare([empty.lazy(), empty], FitOptions())
+
+
+def test_series_of_many_parts_fill_an_array_part_by_part():
+    parts = [pl.Series("x", [1.5, None]), pl.Series("x", [], dtype=pl.Float64), pl.Series("x", [-2.0, 3.0, 4.0])]
+    series = pl.concat(parts, rechunk=False)
+    assert series.n_chunks() > 1  # (polars drops the empty part)
+    out = D.into_array(series, np.full(5, 7.0))
+    np.testing.assert_array_equal(out, [1.5, np.nan, -2.0, 3.0, 4.0])
+    codes = pl.concat([pl.Series([2, 0], dtype=pl.UInt32), pl.Series([1, 2], dtype=pl.UInt32)], rechunk=False)
+    lookup = np.array([10, 20, 30], dtype=np.int32)
+    np.testing.assert_array_equal(D.into_array(codes, np.empty(4, dtype=np.int32), lookup), [30, 10, 20, 30])

@@ -391,7 +391,7 @@ def _encode(battles: Battles, encode: Encoder) -> _Encoded:
     for name in [c for c in encoded.columns if not c.startswith("_style")]:
         encoded.drop_in_place(name)
     for i in range(len(terms)):
-        X[i] = encoded.drop_in_place(f"_style{i}").to_numpy()
+        into_array(encoded.drop_in_place(f"_style{i}"), X[i])
     return _Encoded(names, a, b, outcome, ones(a.size), X, cluster, vote_order, weight)
 
 
@@ -413,7 +413,23 @@ def _model_codes(*columns: pl.Series) -> tuple[list[str], list[np.ndarray]]:
     codes = pl.Series(names, dtype=pl.String).cast(pl.Categorical).to_physical().to_numpy()
     lookup = np.zeros(int(codes.max(initial=0)) + 1, dtype=_index_type(len(names)))  # (32-bit: 0.8 GB less at 100M battles)
     lookup[codes] = np.arange(len(names))
-    return names, [lookup[column.to_physical().to_numpy()] for column in columns]
+    return names, [into_array(column.to_physical(), np.empty(column.len(), dtype=lookup.dtype), lookup) for column in columns]
+
+
+def into_array(series: pl.Series, out: np.ndarray, lookup: np.ndarray | None = None) -> np.ndarray:
+    """``out`` filled with a series' values (``lookup[value]`` with a ``lookup``), a chunk at a time: the
+    ``to_numpy`` of a series of many parts (one per slice or store part read) first copies them into one fresh
+    array, whose every page faults in, and then that is copied again (0.6 s of a style fit of 10M votes)."""
+    start = 0
+    for chunk in series.get_chunks():
+        values = chunk.to_numpy()
+        stop = start + values.size
+        if lookup is None:
+            out[start:stop] = values
+        else:
+            np.take(lookup, values, out=out[start:stop])
+        start = stop
+    return out
 
 
 def ones(n: int) -> np.ndarray:

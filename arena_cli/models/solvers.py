@@ -298,7 +298,9 @@ def newton(
     if terms0 is not None and active.all():
         terms = replace(terms0, objective=np.nan)  # the objective depends on the counts: recomputed if needed
     else:
-        terms = problem.terms(theta, cw, ridge_sum, objective=False)  # computed if a line search needs it
+        # a full-data fit starts from zero or from a fit without some terms: its first step is rarely small
+        # enough to skip the line search, which would pass over every battle again for the objective
+        terms = problem.terms(theta, cw, ridge_sum, objective=terms0 is None)
     spares = _Spares(terms0)
     previous = 0.0  # size of the previous full step (0: none yet, no prediction)
     for iteration in range(1, max_iter + 1):
