@@ -1,9 +1,7 @@
-"""A style fit from files reads each file once, whether the files carry their per-side counts or the counts
-come from their texts."""
+"""A style fit from files reads each file without its texts when every battle has its per-side counts, and its
+texts once when the counts come from them."""
 
 from __future__ import annotations
-
-from collections import Counter
 
 import polars as pl
 import pytest
@@ -58,35 +56,54 @@ def _unweighted(encoded: pl.DataFrame) -> pl.DataFrame:
     return encoded.drop("_weight")
 
 
-def _encoded(path, monkeypatch, options: InputOptions = InputOptions()) -> tuple[pl.DataFrame, Counter]:
-    reads: Counter = Counter()
-    read_batches = reading.read_batches
-    monkeypatch.setattr(reading, "read_batches", lambda path, *a, **k: reads.update([str(path)]) or read_batches(path, *a, **k))
+def _encoded(path, monkeypatch, options: InputOptions = InputOptions()) -> tuple[pl.DataFrame, list[tuple[str, int | None]]]:
+    """The encoded battles, and the reads of ``path``: (how, batches taken), a streamed read of narrow parquet
+    columns (``streamed``, no texts: it takes slices, not batches) or a read of batches (``batches``)."""
+    from arena_cli.io import streamed
+
+    reads: list[list] = []
+    read_batches, read_file = reading.read_batches, streamed._read_file
+
+    def counted_batches(at, *a, **k):
+        read = ["batches", 0]
+        reads.append(read)
+        for batch in read_batches(at, *a, **k):
+            read[1] += 1
+            yield batch
+
+    def counted_file(at, lean, *a):
+        reads.append(["streamed", None])
+        assert not {"conversation_a", "conversation_b"} & set(lean.columns)
+        return read_file(at, lean, *a)
+
+    monkeypatch.setattr(reading, "read_batches", counted_batches)
+    monkeypatch.setattr(streamed, "_read_file", counted_file)
     loaded = load_encoded_battles(Source((path,), input=options), None, BOTH)
-    return pl.concat([part.lazy().collect() for part in loaded.battles.parts]), reads
+    return pl.concat([part.lazy().collect() for part in loaded.battles.parts]), [tuple(read) for read in reads]
 
 
-def test_a_parquet_file_of_texts_is_read_once_and_its_counts_computed(tmp_path, monkeypatch):
+def test_a_parquet_file_of_texts_has_its_texts_read_once_and_its_counts_computed(tmp_path, monkeypatch):
+    """Read first without the texts, as a log of counts is, until the first slice shows no counts."""
     path = tmp_path / "texts.parquet"
     _votes().write_parquet(path)
     encoded, reads = _encoded(path, monkeypatch)
-    assert reads == {str(path): 1}
+    assert reads == [("streamed", None), ("batches", 1)]
     assert _unweighted(encoded).equals(_unweighted(_computed(path)))
 
 
-def test_a_parquet_file_with_its_counts_is_read_once_and_they_are_used(tmp_path, monkeypatch):
+def test_a_parquet_file_with_its_counts_is_read_once_without_its_texts_and_they_are_used(tmp_path, monkeypatch):
     path = tmp_path / "counts.parquet"
     frame = _with_counts(_votes())
     frame.write_parquet(path)
     encoded, reads = _encoded(path, monkeypatch)
-    assert reads == {str(path): 1}
+    assert reads == [("streamed", None)]
     assert _unweighted(encoded).equals(_unweighted(Encoder(BOTH)(frame.rename({"winner": "outcome"}).with_columns(weight=1.0))))
 
 
-@pytest.mark.parametrize("gap_at, reads_expected", [(10, 1), (250, 2)])
-def test_a_gap_in_the_counts_makes_every_battle_count_from_its_texts(tmp_path, monkeypatch, gap_at, reads_expected):
-    """As for a store: one battle without counts, and all are computed. Found in the first batch, the file is
-    still read once; found only after battles were mapped with their given counts, it is read again."""
+@pytest.mark.parametrize("gap_at, batches_before", [(10, 1), (250, 3)])
+def test_a_gap_in_the_counts_makes_every_battle_count_from_its_texts(tmp_path, monkeypatch, gap_at, batches_before):
+    """As for a store: one battle without counts, and all are computed. The read without texts stops at the
+    batch with the gap; the file is then read once more, every battle counted from its texts."""
     from arena_cli.io.results import ReadPath
 
     path = tmp_path / "gap.jsonl"
@@ -94,5 +111,5 @@ def test_a_gap_in_the_counts_makes_every_battle_count_from_its_texts(tmp_path, m
     options = InputOptions(batch_rows=100)
     monkeypatch.setattr(reading, "read_jsonl_streamed", lambda *a: ReadPath.LEAN)  # batches of 100 rows (a streamed read takes blocks of bytes)
     encoded, reads = _encoded(path, monkeypatch, options)
-    assert reads == {str(path): reads_expected}
+    assert reads == [("batches", batches_before), ("batches", 3)]
     assert _unweighted(encoded).equals(_unweighted(_computed(path, options)))

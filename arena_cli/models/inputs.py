@@ -67,13 +67,18 @@ def load_fit_battles(
     if needed:
         columns += feature_columns
     if needed and sources:
-        # features are computed from the files' texts or LMArena metadata, batch by batch as read
+        # read without the texts first: most logs give every battle's counts (columns, or LMArena's conv_metadata),
+        # and the texts are most of their bytes; a battle without counts stops the read (its first batch or slice)
+        counts = _FileCounts(feature_columns, features, map_batch, texts=False)
+        try:
+            loaded = load_battle_parts(source, filters, columns=[*columns, *META_COLUMNS], map_batch=counts)
+            if not counts.stale and not (counts.deferred and not _counted(loaded.battles, feature_columns, map_batch)):
+                return loaded
+        except _TextsNeeded:
+            pass
+        # some battle has no counts (or they showed only after others were mapped with theirs): read again, with
+        # the texts, every battle's counts computed from its texts or LMArena's metadata, batch by batch as read
         columns += ["conversation_a", "conversation_b", *META_COLUMNS]
-        counts = _FileCounts(feature_columns, features, map_batch)
-        loaded = load_battle_parts(source, filters, columns=columns, map_batch=counts)
-        if not counts.stale and not (counts.deferred and not _counted(loaded.battles, feature_columns, map_batch)):
-            return loaded
-        # some battle lacks counts that showed only after others were mapped with theirs: read again, computing all
         return load_battle_parts(source, filters, columns=columns, map_batch=_FileCounts(feature_columns, features, map_batch, given=False))
     opened = Store.open(store) if needed else None
     if opened is None or opened.complete("battles", feature_columns):
@@ -139,22 +144,28 @@ def _with_meta(battles: FrameT, meta: dict[str, str]) -> FrameT:
     return battles.with_columns(pl.col(m).cast(pl.Int64).alias(c) for c, m in meta.items())
 
 
+class _TextsNeeded(Exception):
+    """A battle read without texts has no counts: they are computed from its texts, which were not read."""
+
+
 class _FileCounts:
     """The row map of battles read from files for a fit with style features, then ``then`` (the fit's encoder).
 
-    The counts the files give are used if every battle has them; else every battle's are computed from its
-    texts (or LMArena metadata), as a store's are. Which is decided on the first battles read (a file's schema
-    or first batch tells), and the counts are computed batch by batch as read: a file is read once, and its
-    texts are never held whole. Only a gap found after some battles were mapped with their given counts
-    (:attr:`stale`, or, for a streamed read mapped lazily, :attr:`deferred` and shown by the result) needs a
-    second read.
+    The counts the files give (columns, or LMArena's conv_metadata with ``counts=precomputed``) are used if every
+    battle has them; else every battle's are computed from its texts (or metadata), as a store's are. A fit first
+    reads the files without their texts (``texts=False``: most logs give every battle's counts, and the texts are
+    most of their bytes). A battle without counts stops that read at its batch (:class:`_TextsNeeded`), and a gap
+    found after battles were mapped with given counts (:attr:`stale`, or, for a streamed read mapped lazily,
+    :attr:`deferred` and shown by the result) makes it useless: the files are then read with their texts and
+    every battle's counts computed (``given=False``), batch by batch as read, the texts never held whole.
     """
 
-    def __init__(self, columns: list[str], features: FeatureOptions, then: Encoder | None, given: bool | None = None):
+    def __init__(self, columns: list[str], features: FeatureOptions, then: Encoder | None, given: bool | None = None, texts: bool = True):
         self.columns = columns
         self.features = features
         self.then = then
         self.given = given  # whether the files' counts are used; None: not decided yet
+        self.texts = texts
         self.stale = False
         self.deferred = False
 
@@ -193,11 +204,14 @@ class _FileCounts:
         """``battles`` with every feature computed (a pure function of each battle: batch by batch is the same);
         with ``counts=precomputed``, a battle with LMArena's precomputed counts of every feature takes those."""
         meta = self._meta(battles.schema)
+        if meta is not None:
+            has = battles.select(_has_meta(meta)).to_series()
+            if has.all():
+                return _with_meta(battles, meta)
+        if not self.texts:
+            raise _TextsNeeded
         if meta is None:
             return self._attached(battles)
-        has = battles.select(_has_meta(meta)).to_series()
-        if has.all():
-            return _with_meta(battles, meta)
         rows = battles.with_row_index("__row")
         given = _with_meta(rows.filter(has), meta)
         counted = self._attached(rows.filter(~has)).select(given.columns)
