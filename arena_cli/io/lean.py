@@ -105,6 +105,11 @@ def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> L
     # not wanted are not read to be checked (a plain fit of a log with texts reads no text)
     unread |= {f for f in ("conversation_a", "conversation_b") if f in plan.columns and f not in columns
                and typed_conversation(plan.columns[f], schema[plan.columns[f]]) is not None}
+    # nor does a parquet time of microseconds or nanoseconds (read as microseconds in UTC: never out of range;
+    # milliseconds, multiplied, could be)
+    time = schema[plan.columns["timestamp"]] if "timestamp" in plan.columns else None
+    if "timestamp" not in columns and isinstance(time, pl.Datetime) and time.time_unit in ("us", "ns"):
+        unread.add("timestamp")
     if unread:  # read only to be checked, and no row can fail its checks: not read at all
         plan = Plan(plan.dialect, {k: v for k, v in plan.columns.items() if k not in unread}, plan.extras)
     read = [c for c in dict.fromkeys([*plan.columns.values(), *plan.extras]) if c in schema]
