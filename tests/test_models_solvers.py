@@ -135,3 +135,24 @@ def test_blocked_evaluation_equals_one_block(battles, ties, monkeypatch):
     assert design.n_rows > 10 * 37
     for blocked, single in zip(evaluate(), whole):
         np.testing.assert_allclose(blocked, single, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 64])
+def test_threads_change_nothing(battles, threads, monkeypatch):
+    """Threads share the blocks of rows, and sums over blocks are taken in block order: the same bits."""
+    import arena_cli.models.solvers as S
+
+    problem, _ = problem_for(battles, "both", ridge=0.1)
+    monkeypatch.setattr(S, "CHUNK", 97)
+    assert problem.design.n_rows > 5 * problem._block_rows() > 5 * S.CHUNK
+    count = problem.design.row_count
+    cw = count * np.random.default_rng(4).uniform(0.5, 2.0, problem.design.n_rows)  # (weights: a factor per block)
+    ridge_sum = problem.ridge_sum(count)
+    theta = np.random.default_rng(3).normal(0, 0.3, problem.n_params)
+    with S.Workers(threads) as workers:
+        one, many = problem.terms(theta, cw, ridge_sum), problem.terms(theta, cw, ridge_sum, workers=workers)
+        assert one.objective == many.objective
+        assert np.array_equal(one.s_d, many.s_d) and np.array_equal(one.h_dd, many.h_dd)
+        assert np.array_equal(problem.gradient(theta, one, cw, ridge_sum), problem.gradient(theta, one, cw, ridge_sum, workers))
+        assert np.array_equal(problem.information(one, cw, ridge_sum), problem.information(one, cw, ridge_sum, workers))
+    assert np.array_equal(newton(problem, count).theta, newton(problem, count, threads=threads).theta)

@@ -57,7 +57,7 @@ class BradleyTerry:
             problem = Problem(
                 design, davidson=options.ties is Ties.davidson, penalty=options.penalty if wanted else Penalty(), position=options.position_bias,
             )
-            solution = _solve(problem, variant_battles, cells, weight, options.solver)
+            solution = _solve(problem, variant_battles, cells, weight, options)
             fits[name] = _VariantFit(options, variant_battles, problem, solution)
 
         draws: dict[str, np.ndarray | None] = dict.fromkeys(fits)
@@ -84,18 +84,22 @@ class BradleyTerry:
         return {name: _ratings(f, covariances[name], draws[name]) for name, f in fits.items()}
 
 
-def _solve(problem: Problem, battles: designs.Prepared, cells: designs.Cells, weight: np.ndarray | None, solver: Solver) -> Solution:
-    """The full-data fit. A style fit starts from the plain fit on the pair-outcome cells (a few milliseconds),
-    which saves Newton passes over every battle."""
+def _solve(problem: Problem, battles: designs.Prepared, cells: designs.Cells, weight: np.ndarray | None, options: ResolvedFitOptions) -> Solution:
+    """The full-data fit, on ``--workers`` threads (default: every core; the bootstrap's rounds run in processes
+    of their own, one thread each). A style fit starts from the plain fit on the pair-outcome cells (a few
+    milliseconds), which saves Newton passes over every battle."""
+    from arena_cli.models.uncertainty import available_cores
+
     count = problem.design.row_count
-    if solver is Solver.statsmodels:
+    if options.solver is Solver.statsmodels:
         return statsmodels_fit(problem, count)
+    threads = options.workers or available_cores()
     if not problem.k:
-        return newton(problem, count)
+        return newton(problem, count, threads=threads)
     plain = designs.design(battles.with_features(np.zeros((0, battles.n_rows)), ()), cells, weight)
     start = newton(Problem(plain, davidson=problem.davidson), plain.row_count, tol=1e-3).theta
     theta0 = np.concatenate([start[: problem.M], np.zeros(problem.k), start[problem.M :]])
-    return newton(problem, count, theta0=theta0)
+    return newton(problem, count, theta0=theta0, threads=threads)
 
 
 def _ratings(fitted: _VariantFit, covariance: np.ndarray | None, draws: np.ndarray | None) -> Ratings:

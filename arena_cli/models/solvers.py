@@ -22,13 +22,17 @@ the engine keeps single-threaded (``arena_cli.models.blas``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 
 from arena_cli.models.design import Design, is_ones, product
 from arena_cli.models.options import Penalty
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,53 @@ class _RowTerms:
     s_t: np.ndarray | None = None
     h_dt: np.ndarray | None = None
     h_tt: np.ndarray | None = None
+
+
+class Workers:
+    """Threads that share a Newton run's blocks of rows (numpy lets go of the interpreter in their arithmetic and
+    ``np.bincount``). Each block's results are taken in block order, so sums over blocks, and so the fit, are the
+    same bits whatever the number of threads. Use as a context manager (the threads end with it)."""
+
+    def __init__(self, count: int = 1):
+        self.count = max(1, count)
+        self.pool: ThreadPoolExecutor | None = None
+
+    def __enter__(self) -> Workers:
+        if self.count > 1:
+            self.pool = ThreadPoolExecutor(self.count)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
+            self.pool = None
+
+    def in_order(self, compute: Callable[[slice, int], T], blocks: Sequence[slice]) -> Iterator[T]:
+        """``compute(rows, slot)`` of each block, in block order, ``count`` blocks at a time (``slot``: which of
+        them, for its work arrays)."""
+        if self.pool is None or len(blocks) < 2:
+            yield from (compute(rows, 0) for rows in blocks)
+            return
+        for start in range(0, len(blocks), self.count):
+            wave = blocks[start : start + self.count]
+            yield from self.pool.map(compute, wave, range(len(wave)))
+
+    def runs(self, compute: Callable[[slice, int], T], blocks: Sequence[slice]) -> list[T]:
+        """``compute(rows, slot)`` of each block, in block order, each thread taking a run of neighbouring blocks
+        (``slot``: the run): for work that sums nothing across blocks."""
+        count = min(self.count, len(blocks)) if self.pool is not None else 1
+        size = -(-len(blocks) // count) if blocks else 0
+
+        def run(slot: int) -> list[T]:
+            return [compute(rows, slot) for rows in blocks[slot * size : (slot + 1) * size]]
+
+        if count == 1 or self.pool is None:
+            return run(0)
+        return [result for results in self.pool.map(run, range(count)) for result in results]
+
+
+#: One thread: no pool.
+SERIAL = Workers()
 
 
 class Problem:
@@ -74,14 +125,14 @@ class Problem:
         if davidson:
             self.u = (design.row_outcome.astype(np.float64) - 1.0) / 2.0
             self.is_tie = (design.row_outcome == 1).astype(np.float64)
-        self._scratch: dict[str, np.ndarray] = {}
+        self._scratch: dict[tuple[str, int], np.ndarray] = {}
 
-    def scratch(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
-        """A work array kept between calls: with millions of rows, fresh temporaries every Newton step cost
-        more in page faults than in arithmetic. Never returned to callers."""
-        array = self._scratch.get(name)
+    def scratch(self, name: str, shape: tuple[int, ...], slot: int = 0) -> np.ndarray:
+        """A work array kept between calls (one per ``slot``: per thread): with millions of rows, fresh
+        temporaries every Newton step cost more in page faults than in arithmetic. Never returned to callers."""
+        array = self._scratch.get((name, slot))
         if array is None or array.shape != shape:
-            array = self._scratch[name] = np.empty(shape)
+            array = self._scratch[name, slot] = np.empty(shape)
         return array
 
     def chunks(self, size: int | None = None) -> Iterator[slice]:
@@ -91,12 +142,12 @@ class Problem:
         return (slice(start, min(start + size, n)) for start in range(0, n, size))
 
     # -- per-row terms ----------------------------------------------------------------------------------
-    def predictor(self, theta: np.ndarray, rows: slice = slice(None), out: np.ndarray | None = None) -> np.ndarray:
+    def predictor(self, theta: np.ndarray, rows: slice = slice(None), out: np.ndarray | None = None, slot: int = 0) -> np.ndarray:
         """d = β_a − β_b + γ·x for ``rows``."""
         beta = theta[: self.M]
         d = np.take(beta[self.design.pair_a] - beta[self.design.pair_b], self.design.row_pair[rows], out=out)
         if self.k:
-            d += np.dot(theta[self.M : self.M + self.k], self.design.X[:, rows], out=self.scratch("style", (CHUNK,))[: d.size])
+            d += np.dot(theta[self.M : self.M + self.k], self.design.X[:, rows], out=self.scratch("style", (CHUNK,), slot)[: d.size])
         return d
 
     def ridge_sum(self, count: np.ndarray) -> np.ndarray:
@@ -107,7 +158,10 @@ class Problem:
         votes = count if self.design.vote_weight is None else count * self.design.vote_weight
         return self.lambdas * float(votes.sum())
 
-    def terms(self, theta: np.ndarray, cw: np.ndarray, ridge_sum: np.ndarray, objective: bool = True, into: _RowTerms | None = None) -> _RowTerms:
+    def terms(
+        self, theta: np.ndarray, cw: np.ndarray, ridge_sum: np.ndarray, objective: bool = True, into: _RowTerms | None = None,
+        workers: Workers = SERIAL,
+    ) -> _RowTerms:
         """Per-row terms at θ; ``objective=False`` skips the log-likelihood (NaN), 40% of the cost, when no line
         search needs it. ``into``: terms no longer needed, whose arrays are overwritten (two arrays as long as
         the battles not allocated again)."""
@@ -116,24 +170,30 @@ class Problem:
             return self._davidson_terms(theta, cw, penalty)
         n = self.design.n_rows
         s_d, h_dd = (into.s_d, into.h_dd) if into is not None else (np.empty(n), np.empty(n))
+        per_block = workers.runs(lambda rows, slot: self._block_terms(theta, rows, cw, s_d, h_dd, objective, slot), list(self.chunks()))
         value = 0.0 if objective else np.nan
-        for rows in self.chunks():
-            m = rows.stop - rows.start
-            d = self.predictor(theta, rows, out=self.scratch("d", (CHUNK,))[:m])
-            e, q = self.scratch("e", (CHUNK,))[:m], self.scratch("q", (CHUNK,))[:m]
-            s, h = s_d[rows], h_dd[rows]
-            y = np.multiply(self.design.row_outcome[rows], 0.5, out=self.scratch("y", (CHUNK,))[:m])  # 1, ½, 0: a win, a tie, a loss
-            np.exp(np.negative(np.abs(d, out=e), out=e), out=e)  # e^-|d|
-            np.reciprocal(np.add(e, 1.0, out=q), out=q)  # 1 / (1 + e^-|d|)
-            np.multiply(e, q, out=s)  # P(a wins) = e/(1 + e) where d < 0 ...
-            np.multiply(s, q, out=h)  # p(1 - p) = e / (1 + e)²
-            np.copyto(s, q, where=d >= 0)  # ... and 1/(1 + e) where d ≥ 0: accurate in both tails
-            np.subtract(y, s, out=s)  # the score y - p
-            if objective:
-                softplus = np.log1p(e, out=e)
-                softplus += np.maximum(d, 0.0, out=q)
-                value += float(cw[rows] @ np.subtract(np.multiply(y, d, out=q), softplus, out=q))
+        for block_value in per_block:  # (summed in block order)
+            value += block_value
         return _RowTerms(value - penalty, s_d, h_dd)
+
+    def _block_terms(self, theta: np.ndarray, rows: slice, cw: np.ndarray, s_d: np.ndarray, h_dd: np.ndarray, objective: bool, slot: int) -> float:
+        """The terms of one block of rows into ``s_d`` and ``h_dd``, with work arrays of ``slot``; its log-likelihood."""
+        m = rows.stop - rows.start
+        d = self.predictor(theta, rows, out=self.scratch("d", (CHUNK,), slot)[:m], slot=slot)
+        e, q = self.scratch("e", (CHUNK,), slot)[:m], self.scratch("q", (CHUNK,), slot)[:m]
+        s, h = s_d[rows], h_dd[rows]
+        y = np.multiply(self.design.row_outcome[rows], 0.5, out=self.scratch("y", (CHUNK,), slot)[:m])  # 1, ½, 0: a win, a tie, a loss
+        np.exp(np.negative(np.abs(d, out=e), out=e), out=e)  # e^-|d|
+        np.reciprocal(np.add(e, 1.0, out=q), out=q)  # 1 / (1 + e^-|d|)
+        np.multiply(e, q, out=s)  # P(a wins) = e/(1 + e) where d < 0 ...
+        np.multiply(s, q, out=h)  # p(1 - p) = e / (1 + e)²
+        np.copyto(s, q, where=d >= 0)  # ... and 1/(1 + e) where d ≥ 0: accurate in both tails
+        np.subtract(y, s, out=s)  # the score y - p
+        if not objective:
+            return 0.0
+        softplus = np.log1p(e, out=e)
+        softplus += np.maximum(d, 0.0, out=q)
+        return float(cw[rows] @ np.subtract(np.multiply(y, d, out=q), softplus, out=q))
 
     def _davidson_terms(self, theta: np.ndarray, cw: np.ndarray, penalty: float) -> _RowTerms:
         d = np.concatenate([self.predictor(theta, rows) for rows in self.chunks()]) if self.design.n_rows else np.zeros(0)
@@ -155,38 +215,39 @@ class Problem:
         )
 
     # -- assembly ---------------------------------------------------------------------------------------
-    def _model_sums(self, per_row: np.ndarray) -> np.ndarray:
+    def _model_sums(self, per_row: np.ndarray, workers: Workers = SERIAL) -> np.ndarray:
         """Σ over rows with model m as a minus Σ with m as b: the β-part of a per-row quantity."""
-        return self._pair_sums_by_model(self._pair_sums(per_row))
+        return self._pair_sums_by_model(self._pair_sums(per_row, workers=workers))
 
-    def _pair_sums(self, per_row: np.ndarray, factor: np.ndarray | None = None) -> np.ndarray:
+    def _pair_sums(self, per_row: np.ndarray, factor: np.ndarray | None = None, workers: Workers = SERIAL) -> np.ndarray:
         """Σ per pair of a per-row quantity (times ``factor``), a block of rows at a time: ``np.bincount`` copies
         32-bit indices to 64-bit ones, so a single call would copy every row's (0.8 GB at 100M battles)."""
         row_pair, size = self.design.row_pair, self._block_rows()
         if row_pair.size <= size:
             return np.bincount(row_pair, per_row if factor is None else factor * per_row, minlength=self.n_pairs)
         sums = np.zeros(self.n_pairs)
-        for rows in self.chunks(size):
-            sums += np.bincount(row_pair[rows], self._block(per_row, factor, rows), minlength=self.n_pairs)
+        block_sums = lambda rows, slot: np.bincount(row_pair[rows], self._block(per_row, factor, rows, slot), minlength=self.n_pairs)  # noqa: E731
+        for found in workers.in_order(block_sums, list(self.chunks(size))):
+            sums += found
         return sums
 
     def _block_rows(self) -> int:
         """Rows per block of the per-pair sums: each block's sums cost a pass over all pairs."""
         return max(CHUNK, 8 * self.n_pairs)
 
-    def _block(self, per_row: np.ndarray, factor: np.ndarray | None, rows: slice) -> np.ndarray:
+    def _block(self, per_row: np.ndarray, factor: np.ndarray | None, rows: slice, slot: int = 0) -> np.ndarray:
         """``rows`` of a per-row quantity, times ``factor`` (into a work array: never a product of every row)."""
         if factor is None:
             return per_row[rows]
-        return np.multiply(factor[rows], per_row[rows], out=self.scratch("factored", (self._block_rows(),))[: rows.stop - rows.start])
+        return np.multiply(factor[rows], per_row[rows], out=self.scratch("factored", (self._block_rows(),), slot)[: rows.stop - rows.start])
 
     def _pair_sums_by_model(self, per_pair: np.ndarray) -> np.ndarray:
         return np.bincount(self.design.pair_a, per_pair, minlength=self.M) - np.bincount(self.design.pair_b, per_pair, minlength=self.M)
 
-    def vector(self, w_d: np.ndarray, w_t: np.ndarray | None) -> np.ndarray:
+    def vector(self, w_d: np.ndarray, w_t: np.ndarray | None, workers: Workers = SERIAL) -> np.ndarray:
         """Σ_rows w_d·∂d/∂θ (+ w_t·∂τ/∂θ): the log-likelihood gradient when w are weighted scores."""
         out = np.empty(self.n_params)
-        out[: self.M] = self._model_sums(w_d)
+        out[: self.M] = self._model_sums(w_d, workers)
         if self.k:
             out[self.M : self.M + self.k] = self.design.X @ w_d
         if self.davidson:
@@ -194,7 +255,10 @@ class Problem:
             out[-1] = w_t.sum()
         return out
 
-    def matrix(self, w_dd: np.ndarray, w_dt: np.ndarray | None = None, w_tt: np.ndarray | None = None, *, factor: np.ndarray | None = None) -> np.ndarray:
+    def matrix(
+        self, w_dd: np.ndarray, w_dt: np.ndarray | None = None, w_tt: np.ndarray | None = None, *, factor: np.ndarray | None = None,
+        workers: Workers = SERIAL,
+    ) -> np.ndarray:
         """Σ_rows (∂d/∂θ, ∂τ/∂θ) W (∂d/∂θ, ∂τ/∂θ)ᵀ for a per-row symmetric 2×2 W (1×1 without τ); ``factor``: the
         per-row factor of ``w_dd`` (taken a block at a time, Bradley-Terry only).
 
@@ -204,7 +268,7 @@ class Problem:
         M, k = self.M, self.k
         out = np.zeros((self.n_params, self.n_params))
         assert factor is None or w_dt is None, "a factor is taken for the Bradley-Terry term only"
-        per_pair = self._pair_sums(w_dd, factor)
+        per_pair = self._pair_sums(w_dd, factor, workers)
         W = np.bincount(self.pair_key, per_pair, minlength=M * M).reshape(M, M)
         block = -(W + W.T)
         block[np.diag_indices(M)] += W.sum(axis=0) + W.sum(axis=1)
@@ -213,11 +277,15 @@ class Problem:
             X, row_pair = self.design.X, self.design.row_pair
             per_pair_cross, gram = np.zeros((k, self.n_pairs)), np.zeros((k, k))
             size = self._block_rows()
-            for rows in self.chunks(size):
-                weighted = np.multiply(X[:, rows], self._block(w_dd, factor, rows), out=self.scratch("weighted", (k, size))[:, : rows.stop - rows.start])
+
+            def block_sums(rows: slice, slot: int) -> tuple[list[np.ndarray], np.ndarray]:
+                weighted = np.multiply(X[:, rows], self._block(w_dd, factor, rows, slot), out=self.scratch("weighted", (k, size), slot)[:, : rows.stop - rows.start])
+                return [np.bincount(row_pair[rows], weighted[j], minlength=self.n_pairs) for j in range(k)], weighted @ X[:, rows].T
+
+            for cross_sums, block_gram in workers.in_order(block_sums, list(self.chunks(size))):
                 for j in range(k):
-                    per_pair_cross[j] += np.bincount(row_pair[rows], weighted[j], minlength=self.n_pairs)
-                gram += weighted @ X[:, rows].T
+                    per_pair_cross[j] += cross_sums[j]
+                gram += block_gram
             cross = np.stack([self._pair_sums_by_model(per_pair) for per_pair in per_pair_cross], axis=1)
             out[:M, M : M + k] = cross
             out[M : M + k, :M] = cross.T
@@ -231,18 +299,18 @@ class Problem:
             out[-1, -1] = w_tt.sum()
         return out
 
-    def information(self, terms: _RowTerms, cw: np.ndarray, ridge_sum: np.ndarray) -> np.ndarray:
+    def information(self, terms: _RowTerms, cw: np.ndarray, ridge_sum: np.ndarray, workers: Workers = SERIAL) -> np.ndarray:
         """Negative Hessian of the objective (penalty included)."""
         if self.davidson:
-            J = self.matrix(product(cw, terms.h_dd), cw * terms.h_dt, cw * terms.h_tt)
+            J = self.matrix(product(cw, terms.h_dd), cw * terms.h_dt, cw * terms.h_tt, workers=workers)
         else:  # (cw · h_dd a block at a time: at 100M battles a product of every row is 0.8 GB each Newton step)
-            J = self.matrix(terms.h_dd, factor=None if is_ones(cw) else cw)
+            J = self.matrix(terms.h_dd, factor=None if is_ones(cw) else cw, workers=workers)
         J[np.diag_indices(self.n_params)] += ridge_sum
         return J
 
-    def gradient(self, theta: np.ndarray, terms: _RowTerms, cw: np.ndarray, ridge_sum: np.ndarray) -> np.ndarray:
+    def gradient(self, theta: np.ndarray, terms: _RowTerms, cw: np.ndarray, ridge_sum: np.ndarray, workers: Workers = SERIAL) -> np.ndarray:
         """Gradient of the objective (penalty included)."""
-        g = self.vector(product(cw, terms.s_d), cw * terms.s_t if self.davidson else None)
+        g = self.vector(product(cw, terms.s_d), cw * terms.s_t if self.davidson else None, workers)
         g -= ridge_sum * theta
         return g
 
@@ -270,6 +338,7 @@ def newton(
     active: np.ndarray | None = None,
     tol: float = 1e-6,
     max_iter: int = 100,
+    threads: int = 1,
 ) -> Solution:
     """Damped Newton to the maximum of the objective.
 
@@ -281,8 +350,17 @@ def newton(
 
     ``count`` is the number of battles per row (a bootstrap resample changes it); ``active`` marks the models
     to fit (others must have zero counts); their β stay 0. ``terms0``: the per-row terms at ``theta0`` (they do
-    not depend on the counts, so a bootstrap round reuses the full-data fit's).
+    not depend on the counts, so a bootstrap round reuses the full-data fit's). ``threads``: how many compute
+    the per-row terms (the same result whatever the number).
     """
+    with Workers(threads if problem.design.n_rows > CHUNK else 1) as workers:
+        return _newton(problem, count, theta0, terms0, active, tol, max_iter, workers)
+
+
+def _newton(
+    problem: Problem, count: np.ndarray, theta0: np.ndarray | None, terms0: _RowTerms | None, active: np.ndarray | None,
+    tol: float, max_iter: int, workers: Workers,
+) -> Solution:
     design = problem.design
     cw = product(count, design.row_weight)
     ridge_sum = problem.ridge_sum(count)
@@ -300,12 +378,12 @@ def newton(
     else:
         # a full-data fit starts from zero or from a fit without some terms: its first step is rarely small
         # enough to skip the line search, which would pass over every battle again for the objective
-        terms = problem.terms(theta, cw, ridge_sum, objective=terms0 is None)
+        terms = problem.terms(theta, cw, ridge_sum, objective=terms0 is None, workers=workers)
     spares = _Spares(terms0)
     previous = 0.0  # size of the previous full step (0: none yet, no prediction)
     for iteration in range(1, max_iter + 1):
-        g = problem.gradient(theta, terms, cw, ridge_sum)
-        J, keep = gauge_fixed(problem.information(terms, cw, ridge_sum), active)
+        g = problem.gradient(theta, terms, cw, ridge_sum, workers)
+        J, keep = gauge_fixed(problem.information(terms, cw, ridge_sum, workers), active)
         try:
             step_free = np.linalg.solve(J, g[keep])
         except np.linalg.LinAlgError:
@@ -316,9 +394,9 @@ def newton(
         if size < TRUSTED_STEP:
             # close to the maximum the quadratic model is accurate: take the full step, no line search
             length, theta = 1.0, theta + step
-            terms = spares.swap(terms, problem.terms(theta, cw, ridge_sum, objective=False, into=spares.take()))
+            terms = spares.swap(terms, problem.terms(theta, cw, ridge_sum, objective=False, into=spares.take(), workers=workers))
         else:
-            length, theta, terms = _line_search(problem, theta, terms, step, cw, ridge_sum, spares)
+            length, theta, terms = _line_search(problem, theta, terms, step, cw, ridge_sum, spares, workers)
         if length == 1.0 and (size < tol or size**3 < PREDICTION_MARGIN * tol * previous**2):
             break
         previous = size if length == 1.0 else 0.0
@@ -335,15 +413,15 @@ TRUSTED_STEP = 0.05
 PREDICTION_MARGIN = 0.01
 
 
-def _line_search(problem: Problem, theta, terms, step, cw, ridge_sum, spares: _Spares):
+def _line_search(problem: Problem, theta, terms, step, cw, ridge_sum, spares: _Spares, workers: Workers):
     """Backtracking on the objective: halve the step until the objective does not decrease."""
     if np.isnan(terms.objective):
-        terms = spares.swap(terms, problem.terms(theta, cw, ridge_sum, into=spares.take()))
+        terms = spares.swap(terms, problem.terms(theta, cw, ridge_sum, into=spares.take(), workers=workers))
     slack = 1e-12 * (1.0 + abs(terms.objective))
     length = 1.0
     while True:
         trial = theta + length * step
-        trial_terms = problem.terms(trial, cw, ridge_sum, into=spares.take())
+        trial_terms = problem.terms(trial, cw, ridge_sum, into=spares.take(), workers=workers)
         if trial_terms.objective >= terms.objective - slack or length < 1e-8:
             return length, trial, spares.swap(terms, trial_terms)
         spares.put(trial_terms)
