@@ -199,7 +199,7 @@ WHOLE_FILE = {
 
 def _batch_path(monkeypatch):
     """Reads from now on by the batch path."""
-    monkeypatch.setattr(reading, "read_jsonl_streamed", lambda *args: ReadPath.LEAN)
+    monkeypatch.setattr(reading, "read_json_streamed", lambda *args: ReadPath.LEAN)
 
 
 def _comparable(result):

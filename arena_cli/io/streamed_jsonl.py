@@ -51,19 +51,21 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import polars as pl
 
 from arena_cli.errors import InputError
+from arena_cli.io.array_lines import array_lines
 from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMNS, canonicalize, numeric_extras
-from arena_cli.io.dialects import ARENA_COLUMNS, Plan, plan_for
+from arena_cli.io.dialects import ARENA_COLUMNS, Plan, container_for, plan_for
 from arena_cli.io.fields import meta_dtype
 from arena_cli.io.files import opened
 from arena_cli.io.judged import JudgeLog
 from arena_cli.io.lean import VALIDATED, LeanIds, lean_plan, select_wanted
 from arena_cli.io.options import InputOptions
-from arena_cli.io.readers import ROW, LineSpans, read_batches
+from arena_cli.io.readers import ROW, LineSpans, read_batches, record_text
 from arena_cli.io.results import IngestResult, ReadPath, SourceSummary
 from arena_cli.schema import BATTLE_SCHEMA, CONVERSATION, META_COLUMNS, Frame, conform, empty_quarantine, meta_paths
 
@@ -86,23 +88,24 @@ _META_AS_TEXT = re.compile(rb'"conv_metadata"\s*:\s*"')
 Block = tuple[pl.DataFrame, pl.DataFrame, int]
 
 
-def read_jsonl_streamed(
+def read_json_streamed(
     paths: Sequence[Path], options: InputOptions, labels: dict[str, str], columns: Sequence[str], map_batch: Callable[[Frame], Frame]
 ) -> IngestResult | ReadPath:
-    """The battles of JSON-lines ``paths`` as :func:`arena_cli.io.reading.read_lean` gives them (``map_batch``
-    applied block by block); or the path to read them by instead: :attr:`ReadPath.LEAN` when a file cannot be
-    read exactly so here, :attr:`ReadPath.FULL` when ids need hashes (see :class:`LeanIds`)."""
+    """The battles of ``paths``, JSON lines or JSON arrays, as :func:`arena_cli.io.reading.read_lean` gives them
+    (``map_batch`` applied block by block); or the path to read them by instead: :attr:`ReadPath.LEAN` when a file
+    cannot be read exactly so here, :attr:`ReadPath.FULL` when ids need hashes (see :class:`LeanIds`)."""
     lean_ids = LeanIds()
     summaries: list[SourceSummary] = []
     battles: list[pl.DataFrame] = []
     quarantine: list[pl.DataFrame] = []
     for number, path in enumerate(paths):
-        layout = _layout(Path(path), options, columns)
+        container = container_for(Path(path), options)
+        layout = _layout(Path(path), container, options, columns)
         if layout is None:
             return ReadPath.LEAN
         summary = SourceSummary(str(path), id_column=layout.id_column)
         summaries.append(summary)
-        for read in _blocks(Path(path), layout, options, labels):
+        for read in _blocks(Path(path), _FORMATS[container], layout, options, labels):
             if read is None:
                 return ReadPath.LEAN
             accepted, rejected, rows = read
@@ -158,12 +161,13 @@ class _Layout:
         return tuple(c for c, dtype in self.schema.items() if dtype == CONVERSATION)
 
 
-def _layout(path: Path, options: InputOptions, columns: Sequence[str]) -> _Layout | None:
-    """How to read ``path``, from its first lines; None when they are not those of an arena-dialect log read here:
-    empty, with a line to quarantine, a judge's log or Kaggle's, a nested field of another shape, or a plan that
-    may not be the one the batch path decides from its first batch (which is larger)."""
+def _layout(path: Path, container: str, options: InputOptions, columns: Sequence[str]) -> _Layout | None:
+    """How to read ``path`` (of ``container``: ``jsonl`` or ``json``), from its first lines; None when they are not
+    those of an arena-dialect log read here: empty, with a line to quarantine, a judge's log or Kaggle's, a nested
+    field of another shape, or a plan that may not be the one the batch path decides from its first batch (which
+    is larger)."""
     # within the batch path's first batch, which decides its plan and the order of its columns
-    prefix = next(iter(read_batches(path, "jsonl", min(PREFIX_ROWS, options.batch_rows), None, min(PREFIX_BYTES, options.batch_bytes))), None)
+    prefix = next(iter(read_batches(path, container, min(PREFIX_ROWS, options.batch_rows), None, min(PREFIX_BYTES, options.batch_bytes))), None)
     if prefix is None or not prefix.frame.height or prefix.rejected.height:
         return None
     judged = JudgeLog(path, options)
@@ -236,44 +240,73 @@ def _read_type(field: str, values: pl.Series) -> pl.DataType | None:
     return None if given.is_nested() else pl.String()
 
 
-def _blocks(path: Path, layout: _Layout, options: InputOptions, labels: dict[str, str]) -> Iterator[Block | None]:
+@dataclass(frozen=True)
+class _Format:
+    """How the streamed read reads a container: ``blocks``, the file in blocks of whole JSON lines, about ``size``
+    bytes of it each (None: the batch path reads it); ``counted``, the bytes of a block that the batch path counts
+    towards the bytes of its first batch, at least (``blank``: whether the block has blank lines); ``raw``, the text
+    of a rejected line as the batch path quarantines it."""
+
+    blocks: Callable[[IO[bytes], int], Iterator[bytes | None]]
+    counted: Callable[[bytes, bool], int]
+    raw: Callable[[str], str]
+
+
+def _line_blocks(handle: IO[bytes], size: int) -> Iterator[bytes]:
+    """A JSON-lines file in blocks of whole lines, about ``size`` bytes each, its byte-order mark dropped."""
+    size = max(size, len(codecs.BOM_UTF8))
+    rest, ended, begun = b"", False, False
+    while not ended:
+        piece = handle.read(size)
+        ended = not piece
+        if not begun:  # no part of line 1
+            piece, begun = piece.removeprefix(codecs.BOM_UTF8), True
+        cut = len(piece) if ended else piece.rfind(b"\n") + 1
+        if not cut and not ended:  # a line longer than a block: read on
+            rest += piece
+            continue
+        block, rest = (b"".join((rest, memoryview(piece)[:cut])) if rest or cut < len(piece) else piece), piece[cut:]
+        del piece
+        if block:
+            yield block
+
+
+#: JSON lines, read as they are (the batch path drops CRs, and blank lines, whose bytes are not counted); a JSON
+#: array, split into lines of its records, which the batch path writes again to read them: bytes that only rows
+#: bound (its first batch is only said to end after its rows, which only adds false alarms).
+_FORMATS = {
+    "jsonl": _Format(_line_blocks, lambda block, blank: 0 if blank else len(block) - block.count(b"\r"), str),
+    "json": _Format(array_lines, lambda block, blank: 0, record_text),
+}
+
+
+def _blocks(path: Path, form: _Format, layout: _Layout, options: InputOptions, labels: dict[str, str]) -> Iterator[Block | None]:
     """Each block of the file, read (see :func:`_read_block`): about ``batch_bytes`` of whole lines at a time."""
-    first, size = 1, max(options.batch_bytes, len(codecs.BOM_UTF8))
-    rows = offset = skipped = 0  # skipped: bytes before a block that the batch path drops, at most (CRs, blank lines)
-    rest, ended = b"", False
+    first = 1
+    rows = counted = 0  # rows read, and bytes of them the batch path counts, at least
     with opened(path) as handle:
-        while not ended:
-            piece = handle.read(size)
-            ended = not piece
-            if not offset and not rest and piece.startswith(codecs.BOM_UTF8):  # no part of line 1
-                piece, offset, skipped = piece[len(codecs.BOM_UTF8) :], len(codecs.BOM_UTF8), len(codecs.BOM_UTF8)
-            cut = len(piece) if ended else piece.rfind(b"\n") + 1
-            if not cut and not ended:  # a line longer than a block: read on
-                rest += piece
-                continue
-            block, rest = (b"".join((rest, memoryview(piece)[:cut])) if rest or cut < len(piece) else piece), piece[cut:]
-            del piece
-            if not block:
-                continue
+        for block in form.blocks(handle, options.batch_bytes):
+            if block is None:
+                yield None
+                return
             # whether some lines may be in the batch path's first batch: its first batch_rows lines, batch_bytes of them
-            first_batch = rows < options.batch_rows and offset - skipped < options.batch_bytes
+            first_batch = rows < options.batch_rows and counted < options.batch_bytes
             newlines = block.count(b"\n")
-            read = _read_block(block, first, newlines, layout, labels, str(path), first_batch)
+            read = _read_block(block, first, newlines, layout, labels, str(path), first_batch, form.raw)
             yield read
             if read is None:
                 return
-            if first_batch:
-                blank = read[2] != newlines + (not block.endswith(b"\n"))
-                skipped += len(block) if blank else block.count(b"\r")
-            first, rows, offset = first + newlines, rows + read[2], offset + len(block)
+            counted += form.counted(block, read[2] != newlines + (not block.endswith(b"\n")))
+            first, rows = first + newlines, rows + read[2]
 
 
 def _read_block(
-    block: bytes, first: int, newlines: int, layout: _Layout, labels: dict[str, str], source: str, first_batch: bool
+    block: bytes, first: int, newlines: int, layout: _Layout, labels: dict[str, str], source: str, first_batch: bool,
+    raw: Callable[[str], str],
 ) -> Block | None:
     """One block of whole lines, ``first`` the number of its first line, read and validated; None when it cannot be
     read exactly as the batch path reads it (see the module's docstring). ``first_batch``: whether some of its
-    lines may be in the batch path's first batch."""
+    lines may be in the batch path's first batch; ``raw``: the text a rejected line is quarantined with."""
     try:
         frame = pl.read_ndjson(block, schema=layout.schema)
     except (Exception, pl.exceptions.PanicException):
@@ -292,9 +325,9 @@ def _read_block(
     rows = frame.drop(*layout.watched, *([layout.meta_text] if layout.meta_text else [])).with_columns(pl.Series(ROW, numbers, dtype=pl.Int64))
     accepted, rejected = canonicalize(rows, layout.plan, labels, source)
     if rejected.height:  # their original lines, as the batch path keeps them
-        spans = spans or LineSpans.of(block, first, True)[0]
+        spans = spans or LineSpans.of(block, first, True, blanks=False)[0]
         at = np.searchsorted(spans.numbers, rejected["source_row"].to_numpy())
-        texts = [block[int(spans.starts[i]) : int(spans.stops[i])].decode() for i in at]
+        texts = [raw(block[int(spans.starts[i]) : int(spans.stops[i])].decode()) for i in at]
         rejected = rejected.with_columns(pl.Series("raw", texts, dtype=pl.String))
     return accepted, rejected, frame.height
 
