@@ -4,17 +4,18 @@ file is to be read by the batch reader (:func:`~arena_cli.io.readers.read_json_a
 in Python), because it is no such array or holds what that reader would read otherwise.
 
 A block at a time, vectorised with numpy: the quotes not escaped (a quote after an odd run of backslashes is) tell
-which bytes are outside strings; among the brackets and commas there, the depth (opening brackets less closing
-ones before them) tells the array's top level: its ``[`` and ``]``, its records' outer braces and the commas
-between them, which end the lines. Line ends outside strings become spaces. A block is cut after its last record
-that a comma ends, where nothing is open but the array, and the rest carried to the next one.
+which bytes are outside strings; among the brackets and braces there, the depth (opening ones less closing ones
+before them) tells the array's top level: its ``[`` and ``]`` and its records' outer braces. Between those only
+white space may be, and between two records one comma, which ends a line; line ends outside strings become spaces.
+A block is cut after the last comma it holds between two records, where nothing is open but the array, and the
+rest carried to the next one.
 
-What is checked here, the rest being left to polars, which reads each line strictly (a line that is not one JSON
-object, as ``5 {...}`` or ``{...} {...}``, is an error, and the file goes to the batch reader): that the file is
-a ``[`` (after white space and a byte-order mark), objects separated by single commas, a ``]``, and white space to
-its end; that no string holds a raw line end (which Python's json module refuses and polars would read as the end
-of a line); that nothing is nested deeper than :data:`DEEPEST` (Python's json module gives up at about a thousand,
-less what its caller's stack takes; polars goes deeper).
+So the file must be a ``[`` (after white space and a byte-order mark), objects separated by single commas, a
+``]``, and white space to its end. What is within the objects is left to polars, which reads each line strictly
+(anything but one JSON object is an error, and the file goes to the batch reader), but for what it reads
+otherwise than Python's json module: a raw control character in a string (a raw line end would be the end of a
+line to polars; Python refuses them all), and nesting deeper than :data:`DEEPEST` (Python's json module gives up
+at about a thousand, less what its caller's stack takes; polars goes deeper).
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from arena_cli.io.readers import positions
 DEEPEST = 512
 _QUOTE, _BACKSLASH, _TAB, _NEWLINE, _SPACE = b'"\\\t\n '
 _LBRACKET, _RBRACKET, _LBRACE, _RBRACE, _COMMA = b"[]{},"
-#: Bytes below this are control characters: in a string, raw, none is JSON; outside, tab, CR and LF are white space.
-_CONTROL = 0x0E
+#: Bytes below this are control characters: none may be raw in a string; outside, tab, CR and LF are white space.
+_CONTROL = 0x20
 #: White space in JSON, and the depth each bracket or brace adds.
 _WHITE_BYTES = np.zeros(256, dtype=bool)
 _WHITE_BYTES[list(b" \t\n\r")] = True
@@ -93,7 +94,7 @@ def _split(block: bytearray, begun: bool) -> tuple[int, bool, bool] | None:
     inside = (quotes - np.searchsorted(_escaped_quotes(text), marks)) % 2 == 1
     kinds = text[marks]
     controls = kinds < _CONTROL
-    if (controls & (inside | ~_WHITE_BYTES[kinds])).any():  # raw in a string, or no white space
+    if (controls & (inside | ~_WHITE_BYTES[kinds])).any():  # raw in a string, or outside one and no white space
         return None
     breaks = marks[controls & (kinds != _TAB)]
     marks, kinds = marks[~controls & ~inside], kinds[~controls & ~inside]
@@ -152,7 +153,7 @@ def _escaped_quotes(text: np.ndarray) -> np.ndarray:
 def _separators(text: np.ndarray, at: np.ndarray, kinds: np.ndarray) -> np.ndarray | None:
     """The commas between records, given the top level's brackets (``at``, of ``kinds``); None when the bytes
     between them are not white space and, between two records, one comma (``[1]``, ``[{},,{}]``, ``[{},]``)."""
-    between = np.flatnonzero((kinds[:-1] == _LBRACKET) | (kinds[:-1] == _RBRACE))  # the gaps after [ and after each record
+    between = np.flatnonzero((kinds[:-1] == _LBRACKET) | (kinds[:-1] == _RBRACE))  # gaps after [ and after records
     starts = np.concatenate(([0], at[between] + 1))  # and the block's first bytes, before its first bracket
     stops = np.concatenate((at[:1] if len(at) else [len(text)], at[between + 1]))
     lengths = stops - starts

@@ -1,5 +1,5 @@
 """Reading vote logs: the ingest stream (:func:`stream`, which feeds the store) and in-memory reads
-(:func:`read_sources`), by the fastest of three paths that gives the same battles.
+(:func:`read_sources`), by the fastest path that gives the same battles (:class:`ReadPath`).
 
 Flow per batch: a container reader (:mod:`arena_cli.io.readers`) gives rows; a dialect
 (:mod:`arena_cli.io.dialects`) maps source columns to the canonical fields; every row is validated

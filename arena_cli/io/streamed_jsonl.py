@@ -1,10 +1,20 @@
 """Streamed reads of JSON lines: a lean read of a JSONL log parsed once, a block of lines at a time, by polars with
 an explicit schema of only the fields the read needs; or, when anything is unusual, the path to read it by instead.
+A JSON array of objects is read so too, split into lines of its records on its bytes
+(:mod:`arena_cli.io.array_lines`).
 
 Why: the batch path (:func:`arena_cli.io.readers.read_jsonl`) parses every field of every line twice (to infer the
 types, then to read them all as text) and splits the lines into Python-visible text, so that any line can be
-quarantined with its exact text. Most logs a fit reads were written by tools and have nothing to quarantine:
-reading only the fields validation and the caller need, with their types known, is several times faster.
+quarantined with its exact text; for a JSON array (:func:`~arena_cli.io.readers.read_json_array`) it first decodes
+every record with Python's json module and writes it again as a line. Most logs a fit reads were written by tools
+and have nothing to quarantine: reading only the fields validation and the caller need, with their types known, is
+several times faster.
+
+A JSON array's lines are numbered as its records, as the batch path numbers them, and a rejected record is
+quarantined with the text the batch path gives it (:func:`~arena_cli.io.readers.record_text`). The batch path
+measures its batches' bytes on those texts, not on the file: the blocks that may hold lines of its first batch are
+told by rows alone (:data:`_FORMATS`). A number read as text is rendered by polars from the file's spelling where
+the batch path has it render Python's repr of the same value: the same text (polars' parse is exact).
 
 The fields and their meaning come from the file's first lines, read by the batch reader (:data:`PREFIX_ROWS`): the
 plan (:func:`plan_for`), and that the nested fields read (``conv_metadata``, conversations) are objects and lists.
@@ -27,8 +37,8 @@ What polars (2.1) does with what a log may hold, read with an explicit schema, a
 * blank lines (spaces, tabs, CRs): skipped, as the batch path skips them; the rows are numbered by the lines that
   are not blank (:class:`LineSpans`) when a block has any; a line of a vertical tab or form feed: an error;
 * CRLF line ends: read as LF ends; a byte-order mark: an error, so it is dropped first, as the batch path does;
-* a key given twice: its first value, as the batch path's polars read (Python's json module, which the batch
-  path uses for a batch polars cannot read as one frame, would take the last);
+* a key given twice: its first value, as the batch path reads it (by polars, and by Python's json module, which
+  it has keep the first value too);
 * a nested value where text is read: rendered as text (``{"a": 1}``, not JSON); found by the first character of
   the values read as text, or for texts within nested fields by the keys on the bytes (as
   :func:`~arena_cli.io.readers._rendered_nested` does), and the batch path reads the file;
