@@ -52,22 +52,28 @@ _SCAN_BYTES = 1 << 20
 
 def array_lines(handle: IO[bytes], size: int) -> Iterator[bytes | None]:
     """The records of the JSON array that ``handle`` reads, in blocks of JSON lines (each record one line, ended by
-    a newline), about ``size`` bytes of the file at a time (more for a record longer than that); None, and no more,
-    as soon as the file is found not to be one the streamed read reads (see the module's docstring)."""
-    start = handle.read(max(size, len(codecs.BOM_UTF8)))
-    block, ended, begun = bytearray(start.removeprefix(codecs.BOM_UTF8)), not start, False  # begun: past the ``[``
-    del start
+    a newline), about ``size`` bytes of the file at a time (more for a record longer than half that); None, and no
+    more, as soon as the file is found not to be one the streamed read reads (see the module's docstring).
+
+    The file is read into one buffer, over and over (a block's lines are made in place, the rest moved to its
+    start), so that a block costs no more than one copy: the lines given."""
+    buffer = bytearray(max(size, len(codecs.BOM_UTF8)))
+    length = _fill(handle, buffer, 0)
+    ended, begun = length < len(buffer), False  # begun: past the array's ``[``
+    if length >= len(codecs.BOM_UTF8) and buffer.startswith(codecs.BOM_UTF8):
+        buffer[:length] = buffer[len(codecs.BOM_UTF8) : length] + bytes(len(codecs.BOM_UTF8))
+        length -= len(codecs.BOM_UTF8)
     while True:
-        split = _split(block, begun)
+        split = _split(buffer, length, begun)
         if split is None:
             yield None
             return
         used, records, closed = split
         if records:
-            yield bytes(memoryview(block)[:used])
+            yield bytes(memoryview(buffer)[:used])
         begun = begun or used > 0
         if closed:
-            rest: bytes | bytearray = block[used:]
+            rest: bytes | bytearray = buffer[used:length]
             while _WHITE.fullmatch(rest):
                 rest = handle.read(size)
                 if not rest:
@@ -77,19 +83,32 @@ def array_lines(handle: IO[bytes], size: int) -> Iterator[bytes | None]:
         if ended:  # the file ends within the array
             yield None
             return
-        del block[:used]
-        more = handle.read(max(size, len(block)))
-        block += more
-        ended = not more
-        del more
+        kept = length - used
+        if 2 * kept > len(buffer):  # no room to read on: a larger buffer
+            buffer = buffer[used:length] + bytes(len(buffer))
+        else:
+            buffer[:kept] = buffer[used:length]
+        length = _fill(handle, buffer, kept)
+        ended = length < len(buffer)
 
 
-def _split(block: bytearray, begun: bool) -> tuple[int, bool, bool] | None:
-    """The bytes at the start of ``block`` that hold complete records (up to the comma after the last one, or to the
-    array's ``]``), made JSON lines in place; whether they hold any record, and whether the array ends there. None
-    when the block shows the file is not read here. ``begun``: whether ``block`` starts after the array's ``[`` and
-    a comma (else at the file's start)."""
-    text = np.frombuffer(block, dtype=np.uint8)
+def _fill(handle: IO[bytes], buffer: bytearray, start: int) -> int:
+    """Read into ``buffer`` from ``start`` until it is full or the file ends; the bytes it then holds."""
+    with memoryview(buffer) as view:
+        while start < len(buffer):
+            read = handle.readinto(view[start:])  # type: ignore[attr-defined]
+            if not read:
+                break
+            start += read
+    return start
+
+
+def _split(buffer: bytearray, length: int, begun: bool) -> tuple[int, bool, bool] | None:
+    """The bytes at the start of a block (the first ``length`` of ``buffer``) that hold complete records (up to the
+    comma after the last one, or to the array's ``]``), made JSON lines in place; whether they hold any record, and
+    whether the array ends there. None when the block shows the file is not read here. ``begun``: whether the block
+    starts after the array's ``[`` and a comma (else at the file's start)."""
+    text = np.frombuffer(buffer, dtype=np.uint8, count=length)
     marks, quotes = _marks(text)
     inside = (quotes - np.searchsorted(_escaped_quotes(text), marks)) % 2 == 1
     kinds = text[marks]
@@ -135,7 +154,7 @@ def _marks(text: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         folded = piece | 0x20  # [ and ] as { and }
         marks = np.flatnonzero((folded == _LBRACE) | (folded == _RBRACE) | (piece < _CONTROL))
         # the quotes from the piece's start to its first mark, from each mark to the next, from the last to the end
-        counts = np.cumsum(np.add.reduceat((piece == _QUOTE).view(np.uint8), np.concatenate(([0], marks)), dtype=np.int64))
+        counts = np.cumsum(np.add.reduceat((piece == _QUOTE).view(np.uint8), np.concatenate(([0], marks)), dtype=np.uint32), dtype=np.int64)
         found.append(marks + at)
         quotes.append(counts[:-1] + total)
         total += int(counts[-1])
