@@ -7,7 +7,10 @@ The batch path's own answer is had by taking the streamed read away (it then ans
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import json
+import lzma
 
 import polars as pl
 import pytest
@@ -490,6 +493,20 @@ def test_a_key_given_twice_has_its_first_value_in_every_read(tmp_path, monkeypat
     for result in (streamed, read_sources([path], columns=columns), read_sources([path])):
         assert result.battles["model_a"].to_list() == ["first", "first"]
         assert result.battles["meta_tokens_a"].to_list() == [5, 5]
+
+
+@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress])
+def test_a_compressed_array_is_streamed(tmp_path, monkeypatch, compress):
+    """Read a block at a time from the decompressed stream, however much each read gives."""
+    path = _fastchat_file(tmp_path, rows=300, layout="json-indent")
+    compressed = tmp_path / "votes.json.z"
+    compressed.write_bytes(compress(path.read_bytes()))
+    with monkeypatch.context() as patched:
+        patched.setattr(reading, "read_lean", _no_batch_path)
+        streamed = read_sources([compressed], InputOptions(batch_bytes=10_000), columns=STYLED)
+    _batch_path(monkeypatch)
+    assert streamed.battles.height == 300
+    _assert_same(_comparable(streamed), _comparable(read_sources([compressed], InputOptions(batch_bytes=10_000), columns=STYLED)))
 
 
 def test_jsonl_logs_and_arrays_are_streamed_together(tmp_path, monkeypatch):

@@ -281,9 +281,9 @@ def _line_blocks(handle: IO[bytes], size: int) -> Iterator[bytes]:
             yield block
 
 
-#: JSON lines, read as they are (the batch path drops CRs, and blank lines, whose bytes are not counted); a JSON
-#: array, split into lines of its records, which the batch path writes again to read them: bytes that only rows
-#: bound (its first batch is only said to end after its rows, which only adds false alarms).
+#: How each container is read: JSON lines as they are (the batch path counts a block's bytes but its CRs; none, to
+#: be safe, of a block with blank lines); a JSON array as lines of its records, whose bytes the batch path counts
+#: once it has written them again: none (its first batch is then told by rows alone, which only adds false alarms).
 _FORMATS = {
     "jsonl": _Format(_line_blocks, lambda block, blank: 0 if blank else len(block) - block.count(b"\r"), str),
     "json": _Format(array_lines, lambda block, blank: 0, record_text),
@@ -335,7 +335,7 @@ def _read_block(
     rows = frame.drop(*layout.watched, *([layout.meta_text] if layout.meta_text else [])).with_columns(pl.Series(ROW, numbers, dtype=pl.Int64))
     accepted, rejected = canonicalize(rows, layout.plan, labels, source)
     if rejected.height:  # their original lines, as the batch path keeps them
-        spans = spans or LineSpans.of(block, first, True, blanks=False)[0]
+        spans = spans or LineSpans.of(block, first, True, blanks=False)[0]  # none blank: a row per line
         at = np.searchsorted(spans.numbers, rejected["source_row"].to_numpy())
         texts = [raw(block[int(spans.starts[i]) : int(spans.stops[i])].decode()) for i in at]
         rejected = rejected.with_columns(pl.Series("raw", texts, dtype=pl.String))
