@@ -198,6 +198,7 @@ HOSTILE = {
     "numeric anony": _set("anony", 1),
     "bad anony": _set("anony", "maybe"),
     "NaN": _splice(b'"is_code"', b'"x":NaN,"is_code"'),
+    "Infinity": _splice(b'"is_code"', b'"x":-Infinity,"is_code"'),
     "huge exponent": _splice(b'"is_code"', b'"x":1e999,"is_code"'),
     "raw tab in a text": _splice(b'"judge":"', b'"judge":"a\tb'),
     "empty object": _raw(b"{}"),
