@@ -109,7 +109,7 @@ def test_a_gap_in_the_counts_makes_every_battle_count_from_its_texts(tmp_path, m
     path = tmp_path / "gap.jsonl"
     _with_counts(_votes(), gap_at).write_ndjson(path)
     options = InputOptions(batch_rows=100)
-    monkeypatch.setattr(reading, "read_jsonl_streamed", lambda *a: ReadPath.LEAN)  # batches of 100 rows (a streamed read takes blocks of bytes)
+    monkeypatch.setattr(reading, "read_json_streamed", lambda *a: ReadPath.LEAN)  # batches of 100 rows (a streamed read takes blocks of bytes)
     encoded, reads = _encoded(path, monkeypatch, options)
     assert reads == [("batches", batches_before), ("batches", 3)]
     assert _unweighted(encoded).equals(_unweighted(_computed(path, options)))

@@ -7,19 +7,25 @@ The batch path's own answer is had by taking the streamed read away (it then ans
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import json
+import lzma
 
+import polars as pl
 import pytest
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from arena_cli import api
 from arena_cli.cli import app
-from arena_cli.errors import NoDataError
+from arena_cli.errors import InputError, NoDataError
 from arena_cli.io import reading, streamed_jsonl
+from arena_cli.io.array_lines import array_lines
 from arena_cli.io.options import InputOptions, Source
 from arena_cli.io.reading import read_sources
+from arena_cli.io.readers import read_json_array
 from arena_cli.io.results import ReadPath
 from arena_cli.schema import META_COLUMNS
 
@@ -45,17 +51,18 @@ MESSAGES = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "ass
 
 @st.composite
 def fastchat_rows(draw, rows: int):
-    """Votes as FastChat's JSON lines hold them, each as the dict to write; in some logs, with their texts."""
+    """Votes as FastChat's logs hold them, each as the dict to write; in some logs, with their texts, or with
+    numbers for ids and any time stamp."""
     out = []
-    texts = draw(st.booleans())
+    texts, numbered = draw(st.booleans()), draw(st.booleans())
     for i in range(rows):
         a, b = draw(st.sampled_from(MODELS)), draw(st.sampled_from(MODELS))
         out.append({
             **({f"conversation_{s}": draw(MESSAGES) for s in "ab"} if texts else {}),
-            "question_id": f"q{i:04d}", "model_a": a, "model_b": b if b != a else MODELS[(MODELS.index(a) + 1) % len(MODELS)],
+            "question_id": 7_000 + i if numbered else f"q{i:04d}", "model_a": a, "model_b": b if b != a else MODELS[(MODELS.index(a) + 1) % len(MODELS)],
             "winner": draw(st.sampled_from(WINNERS)), "judge": f"arena_user_{i % 7}", "turn": draw(st.integers(1, 3)),
             "anony": draw(st.booleans()), "language": draw(st.sampled_from(["English", "German", "中文"])),
-            "tstamp": 1.74e9 + i * 37.5, "conv_metadata": _meta(lambda: draw(st.integers(0, 40))),
+            "tstamp": draw(st.floats(1e9, 2e9) | st.integers(10**9, 2 * 10**9)) if numbered else 1.74e9 + i * 37.5, "conv_metadata": _meta(lambda: draw(st.integers(0, 40))),
             "category_tag": {"if_v0.1": {"if": draw(st.booleans()), "score": draw(st.integers(0, 5))}}, "is_code": draw(st.booleans()),
         })
     return out
@@ -77,10 +84,17 @@ def _with_texts(vote: dict, i: int) -> dict:
             "conversation_a": turns("# H\n- a\n**b** " * (i % 4)), "conversation_b": turns("word " * i)}
 
 
-def _fastchat_file(tmp_path, rows=40, texts=False):
-    path = tmp_path / "votes.jsonl"
-    votes = [_with_texts(_vote(i), i) if texts else _vote(i) for i in range(rows)]
-    path.write_text("".join(json.dumps(vote) + "\n" for vote in votes))
+#: How FastChat writes its logs: JSON lines, or a JSON array (``clean_battle_*.json``: ``indent=2``), and compact.
+LAYOUTS = ["jsonl", "json-indent", "json"]
+
+
+def _fastchat_file(tmp_path, rows=40, texts=False, layout="jsonl", first=0):
+    votes = [_with_texts(_vote(i), i) if texts else _vote(i) for i in range(first, first + rows)]
+    path = tmp_path / f"votes.{layout.split('-')[0]}"
+    if layout == "jsonl":
+        path.write_text("".join(json.dumps(vote) + "\n" for vote in votes))
+    else:
+        path.write_text(json.dumps(votes, indent=2 if layout == "json-indent" else None))
     return path
 
 
@@ -184,10 +198,20 @@ HOSTILE = {
     "numeric anony": _set("anony", 1),
     "bad anony": _set("anony", "maybe"),
     "NaN": _splice(b'"is_code"', b'"x":NaN,"is_code"'),
+    "Infinity": _splice(b'"is_code"', b'"x":-Infinity,"is_code"'),
     "huge exponent": _splice(b'"is_code"', b'"x":1e999,"is_code"'),
     "raw tab in a text": _splice(b'"judge":"', b'"judge":"a\tb'),
     "empty object": _raw(b"{}"),
     "nested value in a field not read": _set("language", {"name": "English"}),
+    "nested duplicate key": _splice(b'"conv_metadata":{', b'"conv_metadata":{"sum_assistant_a_tokens":9,"header_count_b":null,'),
+    "duplicate key in a field not read": _splice(b'"category_tag":{', b'"category_tag":{"if_v0.1":[],'),
+    "quotes, brackets and backslashes in a text": _set("judge", '\\"],[{"a":1},\\' + "\\" * 31 + '"'),
+    "raw line end in a text": _splice(b'"judge":"', b'"judge":"a\r\nb'),
+    "UTF-8 of a surrogate": _splice(b'"judge":"', b'"judge":"\xed\xa0\x80'),
+    "time stamp spelt otherwise": lambda rows, lines, at: lines.__setitem__(
+        at, _line({**rows[at], "tstamp": 0}).replace(b'"tstamp":0', b'"tstamp":%.20E' % float(rows[at]["tstamp"]))),
+    "large number id": _set("question_id", 123456789012345678901234567890),
+    "negative zero id": _splice(b'"question_id":', b'"question_id":-0,"q":'),
 }
 WHOLE_FILE = {
     "CRLF line ends": lambda data: data.replace(b"\n", b"\r\n"),
@@ -195,11 +219,57 @@ WHOLE_FILE = {
     "no final newline": lambda data: data.rstrip(b"\n"),
     "trailing blank lines": lambda data: data + b"\n \n\n",
 }
+#: Damage to the structure of a JSON array (its records, what opens and closes it and what separates them): the
+#: batch path reports the array as damaged, or quarantines a record.
+ARRAY_DAMAGE = {
+    "empty record": lambda parts: parts["records"].insert(1, b""),
+    "trailing comma": lambda parts: parts["records"].append(b""),
+    "missing comma": lambda parts: parts["records"].__setitem__(slice(0, 2), [b" ".join(parts["records"][:2])]),
+    "cut off": lambda parts: parts.update(close=b""),
+    "cut off in a record": lambda parts: parts.update(close=b"", records=[*parts["records"][:-1], parts["records"][-1][:40]]),
+    "text after the array": lambda parts: parts.update(close=parts["close"] + b" x"),
+    "two arrays": lambda parts: parts.update(close=parts["close"] + b"[]"),
+    "a record not an object": lambda parts: parts["records"].insert(1, b'"vote"'),
+    "an object, not an array": lambda parts: parts.update(open=b"", close=b"", records=parts["records"][:1]),
+    "white space": lambda parts: parts.update(separator=b" \t,\r\n\t", open=b" \t\r\n[\n"),
+}
+
+
+def _pretty(line: bytes) -> bytes:
+    """A record as ``json.dumps(..., indent=2)`` lays it out within an array, on its bytes (it may not be JSON)."""
+    out, level, inside, escaped, empty = bytearray(), 1, False, False, False
+    chars = [line[i : i + 1] for i in range(len(line))]
+    for char, after in zip(chars, [*chars[1:], b""]):
+        if inside:
+            inside, escaped = escaped or char != b'"', not escaped and char == b"\\"
+            out += char
+        elif empty or char + after in (b"{}", b"[]"):  # an empty object or list stays as it is
+            out += char
+            empty = not empty
+        elif char in (b"{", b"["):
+            level += 1
+            out += char + b"\n" + b"  " * level
+        elif char in (b"}", b"]"):
+            level -= 1
+            out += b"\n" + b"  " * level + char
+        else:
+            inside = char == b'"'
+            out += {b",": b",\n" + b"  " * level, b":": b": "}.get(char, char)
+    return bytes(out)
+
+
+def _array(lines: list[bytes], indent: bool, damage: list[str]) -> bytes:
+    """The records (as compact lines) in a JSON array, as FastChat writes it (``indent``: ``indent=2``) or compact."""
+    parts: dict = {"open": b"[\n  " if indent else b"[", "separator": b",\n  " if indent else b",", "close": b"\n]" if indent else b"]",
+                   "records": [_pretty(line) for line in lines] if indent else list(lines)}
+    for name in damage:
+        ARRAY_DAMAGE[name](parts)
+    return parts["open"] + parts["separator"].join(parts["records"]) + parts["close"]
 
 
 def _batch_path(monkeypatch):
     """Reads from now on by the batch path."""
-    monkeypatch.setattr(reading, "read_jsonl_streamed", lambda *args: ReadPath.LEAN)
+    monkeypatch.setattr(reading, "read_json_streamed", lambda *args: ReadPath.LEAN)
 
 
 def _comparable(result):
@@ -237,13 +307,7 @@ def test_a_streamed_read_gives_the_battles_quarantine_and_counts_of_the_batch_pa
     """Whatever the lines hold (clean votes, votes to quarantine, lines the batch path reads line by line, keys
     that appear late, damage anywhere), and however the file is cut into batches and blocks, a streamed read
     gives what the batch path gives: it reads the file itself, or hands it to the batch path. Its plan is
-    decided from the first ``prefix`` lines.
-
-    (Not generated: a field not read that is nested in some lines and text in others, with a key given twice
-    in a field read: the batch path reads such a batch with Python's json module, which takes a key's last
-    value where polars, in every other batch and here, takes the first.)"""
-    names = {name for name, _ in changes}
-    assume(not {"nested value in a field not read", "duplicate key"} <= names)
+    decided from the first ``prefix`` lines."""
     lines = [_line(row) for row in rows]
     for name, at in changes:
         HOSTILE[name](rows, lines, at)
@@ -252,19 +316,65 @@ def test_a_streamed_read_gives_the_battles_quarantine_and_counts_of_the_batch_pa
         data = WHOLE_FILE[name](data)
     path = tmp_path / "votes.jsonl"
     path.write_bytes(data)
-    options = InputOptions(batch_rows=batch[0], batch_bytes=batch[1])
+    _assert_read_alike(monkeypatch, path, InputOptions(batch_rows=batch[0], batch_bytes=batch[1]), columns, prefix)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@example(CLEAN, [], [], [], True, PLAIN, (200_000, 64 << 20), 12)
+@example(CLEAN, [("duplicate key", 3), ("self battle", 5)], [], ["byte-order mark"], False, STYLED, (5, 700), 12)
+@example(CLEAN, [("nested duplicate key", 1), ("unknown winner", 2)], [], [], True, STYLED, (200_000, 64 << 20), 12)
+@example(CLEAN, [("nested value in a field not read", 2), ("duplicate key", 4)], [], [], False, PLAIN, (200_000, 64 << 20), 12)
+@example(CLEAN, [("quotes, brackets and backslashes in a text", 4), ("empty name", 6)], [], ["CRLF line ends"], True, PLAIN, (2, 3), 1)
+@example(CLEAN, [("time stamp spelt otherwise", 3), ("unicode escapes", 7)], [], [], False, STYLED, (3, 2500), 12)
+@example(CLEAN, [("UTF-8 of a surrogate", 0)], ["cut off"], [], False, PLAIN, (200_000, 64 << 20), 12)
+@example(CLEAN, [], ["cut off in a record"], [], True, PLAIN, (200_000, 64 << 20), 12)
+@example(CLEAN, [("late null id", 1)], [], [], True, PLAIN, (5, 700), 1)  # in the batch path's first batch, not in the first block
+@given(
+    fastchat_rows(12), st.lists(st.tuples(st.sampled_from(sorted(HOSTILE)), st.integers(0, 11)), max_size=3),
+    st.lists(st.sampled_from(sorted(ARRAY_DAMAGE)), max_size=1), st.lists(st.sampled_from(sorted(WHOLE_FILE)), max_size=2, unique=True),
+    st.booleans(), st.sampled_from([PLAIN, STYLED]), st.sampled_from([(200_000, 64 << 20), (5, 700), (3, 2500), (2, 3)]), st.integers(1, 12),
+)
+def test_a_streamed_read_of_a_json_array_gives_what_the_batch_path_gives(
+    tmp_path, monkeypatch, rows, changes, damage, whole, indent, columns, batch, prefix
+):
+    """The same for a JSON array of the records, laid out as FastChat writes it (``indent=2``) or compact, its
+    structure damaged or not: a streamed read gives the battles, quarantine and counts (or the error) of the batch
+    path, which decodes every record with Python's json module."""
+    lines = [_line(row) for row in rows]
+    for name, at in changes:
+        HOSTILE[name](rows, lines, at)
+    data = _array(lines, indent, damage)
+    for name in whole:
+        data = WHOLE_FILE[name](data)
+    path = tmp_path / "votes.json"
+    path.write_bytes(data)
+    _assert_read_alike(monkeypatch, path, InputOptions(batch_rows=batch[0], batch_bytes=batch[1]), columns, prefix)
+
+
+def _assert_read_alike(monkeypatch, path, options, columns, prefix):
+    """A streamed read of ``path``, its plan decided from its first ``prefix`` lines, gives what the batch path
+    gives, or the same error; or it hands the file to the batch path."""
     with monkeypatch.context() as patched:
         patched.setattr(streamed_jsonl, "PREFIX_ROWS", prefix)
         patched.setattr(reading, "read_lean", _no_batch_path)
         try:
-            fast = _comparable(read_sources([path], options, columns=columns))
-            streamed = True
+            fast = _outcome(path, options, columns)
         except _BatchPath:
-            streamed = False
-    if streamed:
-        with monkeypatch.context() as patched:
-            _batch_path(patched)
-            _assert_same(fast, _comparable(read_sources([path], options, columns=columns)))
+            return
+    with monkeypatch.context() as patched:
+        _batch_path(patched)
+        batch = _outcome(path, options, columns)
+    if isinstance(fast, str) or isinstance(batch, str):
+        assert fast == batch
+    else:
+        _assert_same(fast, batch)
+
+
+def _outcome(path, options, columns):
+    try:
+        return _comparable(read_sources([path], options, columns=columns))
+    except InputError as error:
+        return str(error)
 
 
 class _BatchPath(Exception):
@@ -302,12 +412,13 @@ def test_a_fit_of_a_jsonl_log_is_that_of_the_batch_path(tmp_path, monkeypatch, r
         assert fast[0].equals(batch[0]) and fast[1] == batch[1]
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("columns", [PLAIN, STYLED])
 @pytest.mark.parametrize("texts", [False, True])
-def test_fastchat_logs_are_streamed(tmp_path, monkeypatch, columns, texts):
-    """The logs tools write (FastChat's JSON lines, with LMArena's counts or the conversations) are read by the
-    streamed path, never by the batch path, for a plain fit and a style fit alike."""
-    path = _fastchat_file(tmp_path, texts=texts)
+def test_fastchat_logs_are_streamed(tmp_path, monkeypatch, columns, texts, layout):
+    """The logs tools write (FastChat's JSON lines and arrays, with LMArena's counts or the conversations) are read
+    by the streamed path, never by the batch path, for a plain fit and a style fit alike."""
+    path = _fastchat_file(tmp_path, texts=texts, layout=layout)
     monkeypatch.setattr(reading, "read_lean", _no_batch_path)
     monkeypatch.setattr(reading, "read_full", _no_batch_path)
     result = read_sources([path], columns=columns)
@@ -318,11 +429,12 @@ def test_fastchat_logs_are_streamed(tmp_path, monkeypatch, columns, texts):
         assert result.battles["meta_tokens_a"].to_list() == [i % 7 for i in range(40)]
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("style, texts", [("none", False), ("both", False), ("both", True)])
-def test_a_fit_of_a_fastchat_log_is_streamed(tmp_path, monkeypatch, style, texts):
-    """`arena fit votes.jsonl`, plain or with style counts (LMArena's, or from the texts), reads the log by the
-    streamed path, and gives the leaderboard of the batch path."""
-    path = _fastchat_file(tmp_path, rows=60, texts=texts)
+def test_a_fit_of_a_fastchat_log_is_streamed(tmp_path, monkeypatch, style, texts, layout):
+    """`arena fit votes.jsonl` (or `votes.json`), plain or with style counts (LMArena's, or from the texts), reads
+    the log by the streamed path, and gives the leaderboard of the batch path."""
+    path = _fastchat_file(tmp_path, rows=60, texts=texts, layout=layout)
     with monkeypatch.context() as patched:
         patched.setattr(reading, "read_lean", _no_batch_path)
         patched.setattr(reading, "read_full", _no_batch_path)
@@ -346,6 +458,98 @@ def test_rows_to_reject_are_quarantined_by_the_streamed_read_with_their_lines(tm
     assert fast.quarantine["source_row"].to_list() == [3, 5]
     assert fast.quarantine["raw"].to_list() == [rows[1], rows[2]]
     _assert_same(_comparable(fast), _comparable(batch_result))
+
+
+def test_rows_to_reject_in_an_array_are_quarantined_with_their_records_as_the_batch_path_writes_them(tmp_path, monkeypatch):
+    """In a JSON array, rows are numbered by record, and a rejected record is quarantined written again as one line
+    (``json.dumps``: escapes decoded, its key's first value kept), as the batch path gives it."""
+    path = tmp_path / "votes.json"
+    path.write_bytes(b'\xef\xbb\xbf[\r\n  {"model_a": "a", "model_b": "b", "winner": "model_a"},\r\n  {\r\n    "model_a": "a",'
+                     b' "model_b": "b",\r\n    "winner": "dr\\u00e2w", "winner": "tie"},\n{"model_a":"a","model_b":"a","winner":"tie",'
+                     b'"note":"\\"[1,2]\\"\\\\"}\n]\n')
+    with monkeypatch.context() as patched:
+        patched.setattr(reading, "read_lean", _no_batch_path)
+        fast = read_sources([path], columns=PLAIN)
+    _batch_path(monkeypatch)
+    assert fast.quarantine["source_row"].to_list() == [2, 3]
+    assert fast.quarantine["raw"].to_list() == ['{"model_a": "a", "model_b": "b", "winner": "dr\u00e2w"}',
+                                                '{"model_a": "a", "model_b": "a", "winner": "tie", "note": "\\"[1,2]\\"\\\\"}']
+    _assert_same(_comparable(fast), _comparable(read_sources([path], columns=PLAIN)))
+
+
+@pytest.mark.parametrize("layout", ["jsonl", "json"])
+@pytest.mark.parametrize("uneven", [False, True])
+def test_a_key_given_twice_has_its_first_value_in_every_read(tmp_path, monkeypatch, layout, uneven):
+    """At the top level or nested, by the streamed read, by the batch path's polars read, and by Python's json module
+    (which decodes a JSON array's records, and the lines of a batch polars cannot read as one frame: ``uneven``, a
+    field that is an object in one line and text in another)."""
+    lines = [b'{"model_a": "first", "model_b": "b", "winner": "model_a", "model_a": "second", "turn": 1, '
+             b'"conv_metadata": {"sum_assistant_a_tokens": 5, "sum_assistant_a_tokens": 7}, "language": %s}' % language
+             for language in ([b'{"name": "English"}', b'"English"'] if uneven else [b'"English"', b'"German"'])]
+    path = tmp_path / f"votes.{layout}"
+    path.write_bytes(b"\n".join(lines) + b"\n" if layout == "jsonl" else b"[" + b",\n".join(lines) + b"]")
+    columns = [*PLAIN, "turn", "tokens_a", *META_COLUMNS]
+    streamed = read_sources([path], columns=columns)
+    _batch_path(monkeypatch)
+    for result in (streamed, read_sources([path], columns=columns), read_sources([path])):
+        assert result.battles["model_a"].to_list() == ["first", "first"]
+        assert result.battles["meta_tokens_a"].to_list() == [5, 5]
+
+
+@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress])
+def test_a_compressed_array_is_streamed(tmp_path, monkeypatch, compress):
+    """Read a block at a time from the decompressed stream, however much each read gives."""
+    path = _fastchat_file(tmp_path, rows=300, layout="json-indent")
+    compressed = tmp_path / "votes.json.z"
+    compressed.write_bytes(compress(path.read_bytes()))
+    with monkeypatch.context() as patched:
+        patched.setattr(reading, "read_lean", _no_batch_path)
+        streamed = read_sources([compressed], InputOptions(batch_bytes=10_000), columns=STYLED)
+    _batch_path(monkeypatch)
+    assert streamed.battles.height == 300
+    _assert_same(_comparable(streamed), _comparable(read_sources([compressed], InputOptions(batch_bytes=10_000), columns=STYLED)))
+
+
+def test_jsonl_logs_and_arrays_are_streamed_together(tmp_path, monkeypatch):
+    paths = [_fastchat_file(tmp_path, rows=30), _fastchat_file(tmp_path, rows=20, layout="json-indent", first=30)]
+    assert reading.choose_read_path(paths, InputOptions(), PLAIN).path is ReadPath.STREAMED_JSON
+    with monkeypatch.context() as patched:
+        patched.setattr(reading, "read_lean", _no_batch_path)
+        patched.setattr(reading, "read_full", _no_batch_path)
+        streamed = read_sources(paths, columns=STYLED)
+    assert [s.rows_read for s in streamed.summaries] == [30, 20]
+    _batch_path(monkeypatch)
+    _assert_same(_comparable(streamed), _comparable(read_sources(paths, columns=STYLED)))
+
+
+#: Ways a JSON number may be spelt: as Python writes it, and with more digits, trailing zeros or exponents.
+SPELLINGS = [repr, "{:.17e}".format, "{:.25g}".format, "{:.20E}".format, lambda v: f"{v}00" if "." in f"{v}" and "e" not in f"{v}" else f"{v}"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.floats(allow_nan=False, allow_infinity=False) | st.floats(1e9, 2e9), st.integers(0, len(SPELLINGS) - 1),
+                          st.integers(-(2**80), 2**80) | st.integers(0, 10**6)), min_size=1, max_size=20))
+def test_numbers_read_as_text_from_an_array_are_those_of_the_batch_path(tmp_path, numbers):
+    """Time stamps and ids that are numbers are read as text: polars renders a number of a line of the array as it
+    renders the number the batch path writes again (Python's shortest repr of the same float, the same digits of
+    an integer), however it is spelt."""
+    path = tmp_path / "numbers.json"
+    path.write_text("[" + ",\n".join(f'{{"tstamp": {SPELLINGS[how](value)}, "question_id": {number}}}' for value, how, number in numbers) + "]")
+    batch = pl.concat([part.frame for part in read_json_array(path)]).select("tstamp", "question_id")
+    with path.open("rb") as handle:
+        fast = pl.read_ndjson(b"".join(array_lines(handle, 1 << 20)), schema={"tstamp": pl.String, "question_id": pl.String})  # type: ignore[arg-type]
+    assert fast.equals(batch)
+
+
+def test_a_record_nested_deeper_than_python_decodes_is_read_by_the_batch_path(tmp_path, monkeypatch):
+    """Polars reads nesting that Python's json module, which decodes a JSON array's records, gives up on: the file
+    goes to the batch path, which reports it (the plan is decided by the first record)."""
+    path = tmp_path / "votes.json"
+    deep = "[" * 995 + "]" * 995
+    path.write_text(json.dumps(CLEAN[:3])[:-1] + ', {"model_a": "a", "model_b": "b", "winner": "tie", "x": %s}]' % deep)
+    monkeypatch.setattr(streamed_jsonl, "PREFIX_ROWS", 1)
+    with pytest.raises(InputError, match="nested too deeply"):
+        read_sources([path], columns=PLAIN)
 
 
 @pytest.mark.parametrize("line, columns", [

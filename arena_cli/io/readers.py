@@ -14,7 +14,7 @@ import io
 import json
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -157,11 +157,26 @@ def _as_text(value: Any) -> str | None:
     return str(value)
 
 
+def _first_values(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as polars reads it: a key given twice has its first value (Python's json would keep the
+    last), so that every read of a record gives the same fields."""
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        value = {}
+        for key, item in pairs:
+            value.setdefault(key, item)
+    return value
+
+
+#: How Python's json module decodes a JSON array's records (and a line polars cannot read): keys' first values.
+_DECODER = json.JSONDecoder(object_pairs_hook=_first_values)
+
+
 def _json_object(text: str) -> dict:
     """One line parsed as Python's json module does, raising ValueError unless it is a JSON object of text
     that can be written back as UTF-8."""
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_first_values)
         if not isinstance(value, dict):
             raise ValueError(f"a JSON {type(value).__name__}, not an object")
         json.dumps(value, ensure_ascii=False).encode("utf-8")  # a lone surrogate escape is no character
@@ -303,6 +318,12 @@ _SCAN_BYTES = 1 << 20
 JSONL_READ_BYTES = 1 << 20
 
 
+def positions(text: np.ndarray, found: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Where in ``text`` the bytes ``found`` tells (a mask of bytes from bytes) are, a piece at a time."""
+    return np.concatenate([np.flatnonzero(found(text[at : at + _SCAN_BYTES])) + at for at in range(0, len(text), _SCAN_BYTES)]
+                          or [np.zeros(0, dtype=np.int64)])
+
+
 @dataclass(frozen=True)
 class LineSpans:
     """The lines found in a block of a JSON-lines file: where each starts and stops (a CR before its newline
@@ -314,12 +335,11 @@ class LineSpans:
     filled: np.ndarray
 
     @classmethod
-    def of(cls, block: bytes, first: int, final: bool) -> tuple[LineSpans, int]:
+    def of(cls, block: bytes, first: int, final: bool, blanks: bool = True) -> tuple[LineSpans, int]:
         """The whole lines of ``block`` (the last one too when ``final``), numbered from ``first``; and the
-        bytes they take, newlines included."""
+        bytes they take, newlines included. ``blanks``: whether it may hold blank lines (else none is)."""
         text = np.frombuffer(block, dtype=np.uint8)
-        stops = np.concatenate([np.flatnonzero(text[at : at + _SCAN_BYTES] == _NEWLINE) + at for at in range(0, len(text), _SCAN_BYTES)]
-                               or [np.zeros(0, dtype=np.int64)])
+        stops = positions(text, lambda chunk: chunk == _NEWLINE)
         used = int(stops[-1]) + 1 if len(stops) else 0
         if final and used < len(block):
             stops, used = np.append(stops, len(block)), len(block)
@@ -329,6 +349,8 @@ class LineSpans:
             if not cr.any():
                 break
             stops = np.where(cr, stops - 1, stops)
+        if not blanks:
+            return cls(starts, stops, first + np.arange(len(stops)), np.ones(len(stops), dtype=bool)), used
         filled = (stops > starts) & ~np.isin(text[np.minimum(starts, max(len(text) - 1, 0))], _SPACE)
         for line in np.flatnonzero(~filled & (stops > starts)):  # starts with white space: blank only if all is
             filled[line] = bool(block[starts[line] : stops[line]].strip())
@@ -393,7 +415,7 @@ class _JsonText:
     def __init__(self, path: Path, handle: IO[bytes]):
         self.path, self.handle = path, handle
         self.utf8 = codecs.getincrementaldecoder("utf-8")("surrogatepass")  # as json.loads reads bytes
-        self.json = json.JSONDecoder()
+        self.json = _DECODER
         self.text, self.pos = "", 0
         self.offset = self.lines = self.line_start = 0  # of text[0]: document position, newlines before it, start of its line
         self.bytes_read = 0
@@ -495,6 +517,12 @@ def _record_line(record: Any) -> bytes:
         return json.dumps(record, ensure_ascii=False).encode() + b"\n"
     except UnicodeEncodeError:  # a lone surrogate escape: keep it escaped
         return json.dumps(record).encode() + b"\n"
+
+
+def record_text(text: str) -> str:
+    """The text a JSON array's record (``text``, as the file spells it) is read with, and quarantined with:
+    decoded and written again, as :func:`read_json_array` reads every record."""
+    return _record_line(_DECODER.decode(text)).decode().removesuffix("\n")
 
 
 def read_json_array(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, batch_bytes: int = BATCH_BYTES) -> Iterator[RawBatch]:

@@ -1,5 +1,5 @@
 """Reading vote logs: the ingest stream (:func:`stream`, which feeds the store) and in-memory reads
-(:func:`read_sources`), by the fastest of three paths that gives the same battles.
+(:func:`read_sources`), by the fastest path that gives the same battles (:class:`ReadPath`).
 
 Flow per batch: a container reader (:mod:`arena_cli.io.readers`) gives rows; a dialect
 (:mod:`arena_cli.io.dialects`) maps source columns to the canonical fields; every row is validated
@@ -26,7 +26,7 @@ from arena_cli.io.options import InputOptions
 from arena_cli.io.readers import read_batches
 from arena_cli.io.results import IngestResult, ReadPath, SourceSummary, keep_summary
 from arena_cli.io.streamed import read_streamed
-from arena_cli.io.streamed_jsonl import read_jsonl_streamed
+from arena_cli.io.streamed_jsonl import read_json_streamed
 from arena_cli.schema import Frame, conform, empty_battles, empty_quarantine
 
 #: A row-wise map of battles (a fit's few values per battle from many columns), applied as they are read.
@@ -45,13 +45,13 @@ def choose_read_path(paths: Sequence[Path], options: InputOptions, columns: Sequ
     """The fastest read path that can give the battles a caller wants, from the files' containers and (parquet)
     schemas alone, no row read: a full read when ``columns`` is None or names an id or provenance column (only
     hashes give them), a streamed read when every file is parquet of narrow columns with text names and labels or
-    every file is JSON lines, else a lean batch read. A fast path that finds mid-way it cannot finish names the
-    path to take instead."""
+    every file is JSON lines or a JSON array, else a lean batch read. A fast path that finds mid-way it cannot
+    finish names the path to take instead."""
     if columns is None or set(columns) & set(IDENTITY):
         return ReadChoice(ReadPath.FULL)
     containers = {container_for(Path(path), options) for path in paths}
-    if containers == {"jsonl"}:
-        return ReadChoice(ReadPath.STREAMED_JSONL)
+    if containers <= {"jsonl", "json"}:
+        return ReadChoice(ReadPath.STREAMED_JSON)
     if containers != {"parquet"}:
         return ReadChoice(ReadPath.LEAN)
     leans = tuple(lean_parquet(Path(path), options, columns) for path in paths)
@@ -85,8 +85,8 @@ def read_sources(
         if isinstance(streamed, IngestResult):
             return streamed
         path = streamed
-    if path is ReadPath.STREAMED_JSONL and columns is not None:
-        streamed = read_jsonl_streamed(paths, options, labels, columns, map_batch)
+    if path is ReadPath.STREAMED_JSON and columns is not None:
+        streamed = read_json_streamed(paths, options, labels, columns, map_batch)
         if isinstance(streamed, IngestResult):
             return streamed
         path = streamed

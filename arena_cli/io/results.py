@@ -16,7 +16,7 @@ class ReadPath(Enum):
     """How sources are read, fastest first (see :func:`arena_cli.io.reading.choose_read_path`)."""
 
     STREAMED = "streamed"  # parquet of narrow columns, rows as they are: a slice of rows at a time, each read once
-    STREAMED_JSONL = "streamed-jsonl"  # JSON lines: the fields needed, parsed once per block of lines
+    STREAMED_JSON = "streamed-json"  # JSON lines, or a JSON array split into them: the fields needed, parsed once per block
     LEAN = "lean"  # batches, validated, no hashes: for a computation that needs no ids
     FULL = "full"  # batches, validated, hashed, duplicates settled by content
 

@@ -1,10 +1,20 @@
 """Streamed reads of JSON lines: a lean read of a JSONL log parsed once, a block of lines at a time, by polars with
 an explicit schema of only the fields the read needs; or, when anything is unusual, the path to read it by instead.
+A JSON array of objects is read so too, split into lines of its records on its bytes
+(:mod:`arena_cli.io.array_lines`).
 
 Why: the batch path (:func:`arena_cli.io.readers.read_jsonl`) parses every field of every line twice (to infer the
 types, then to read them all as text) and splits the lines into Python-visible text, so that any line can be
-quarantined with its exact text. Most logs a fit reads were written by tools and have nothing to quarantine:
-reading only the fields validation and the caller need, with their types known, is several times faster.
+quarantined with its exact text; for a JSON array (:func:`~arena_cli.io.readers.read_json_array`) it first decodes
+every record with Python's json module and writes it again as a line. Most logs a fit reads were written by tools
+and have nothing to quarantine: reading only the fields validation and the caller need, with their types known, is
+several times faster.
+
+A JSON array's lines are numbered as its records, as the batch path numbers them, and a rejected record is
+quarantined with the text the batch path gives it (:func:`~arena_cli.io.readers.record_text`). The batch path
+measures its batches' bytes on those texts, not on the file: the blocks that may hold lines of its first batch are
+told by rows alone (:data:`_FORMATS`). A number read as text is rendered by polars from the file's spelling where
+the batch path has it render Python's repr of the same value: the same text (polars' parse is exact).
 
 The fields and their meaning come from the file's first lines, read by the batch reader (:data:`PREFIX_ROWS`): the
 plan (:func:`plan_for`), and that the nested fields read (``conv_metadata``, conversations) are objects and lists.
@@ -27,8 +37,8 @@ What polars (2.1) does with what a log may hold, read with an explicit schema, a
 * blank lines (spaces, tabs, CRs): skipped, as the batch path skips them; the rows are numbered by the lines that
   are not blank (:class:`LineSpans`) when a block has any; a line of a vertical tab or form feed: an error;
 * CRLF line ends: read as LF ends; a byte-order mark: an error, so it is dropped first, as the batch path does;
-* a key given twice: its first value, as the batch path's polars read (Python's json module, which the batch
-  path uses for a batch polars cannot read as one frame, would take the last);
+* a key given twice: its first value, as the batch path reads it (by polars, and by Python's json module, which
+  it has keep the first value too);
 * a nested value where text is read: rendered as text (``{"a": 1}``, not JSON); found by the first character of
   the values read as text, or for texts within nested fields by the keys on the bytes (as
   :func:`~arena_cli.io.readers._rendered_nested` does), and the batch path reads the file;
@@ -51,19 +61,21 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import polars as pl
 
 from arena_cli.errors import InputError
+from arena_cli.io.array_lines import array_lines
 from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMNS, canonicalize, numeric_extras
-from arena_cli.io.dialects import ARENA_COLUMNS, Plan, plan_for
+from arena_cli.io.dialects import ARENA_COLUMNS, Plan, container_for, plan_for
 from arena_cli.io.fields import meta_dtype
 from arena_cli.io.files import opened
 from arena_cli.io.judged import JudgeLog
 from arena_cli.io.lean import VALIDATED, LeanIds, lean_plan, select_wanted
 from arena_cli.io.options import InputOptions
-from arena_cli.io.readers import ROW, LineSpans, read_batches
+from arena_cli.io.readers import ROW, LineSpans, read_batches, record_text
 from arena_cli.io.results import IngestResult, ReadPath, SourceSummary
 from arena_cli.schema import BATTLE_SCHEMA, CONVERSATION, META_COLUMNS, Frame, conform, empty_quarantine, meta_paths
 
@@ -86,23 +98,24 @@ _META_AS_TEXT = re.compile(rb'"conv_metadata"\s*:\s*"')
 Block = tuple[pl.DataFrame, pl.DataFrame, int]
 
 
-def read_jsonl_streamed(
+def read_json_streamed(
     paths: Sequence[Path], options: InputOptions, labels: dict[str, str], columns: Sequence[str], map_batch: Callable[[Frame], Frame]
 ) -> IngestResult | ReadPath:
-    """The battles of JSON-lines ``paths`` as :func:`arena_cli.io.reading.read_lean` gives them (``map_batch``
-    applied block by block); or the path to read them by instead: :attr:`ReadPath.LEAN` when a file cannot be
-    read exactly so here, :attr:`ReadPath.FULL` when ids need hashes (see :class:`LeanIds`)."""
+    """The battles of ``paths``, JSON lines or JSON arrays, as :func:`arena_cli.io.reading.read_lean` gives them
+    (``map_batch`` applied block by block); or the path to read them by instead: :attr:`ReadPath.LEAN` when a file
+    cannot be read exactly so here, :attr:`ReadPath.FULL` when ids need hashes (see :class:`LeanIds`)."""
     lean_ids = LeanIds()
     summaries: list[SourceSummary] = []
     battles: list[pl.DataFrame] = []
     quarantine: list[pl.DataFrame] = []
     for number, path in enumerate(paths):
-        layout = _layout(Path(path), options, columns)
+        container = container_for(Path(path), options)
+        layout = _layout(Path(path), container, options, columns)
         if layout is None:
             return ReadPath.LEAN
         summary = SourceSummary(str(path), id_column=layout.id_column)
         summaries.append(summary)
-        for read in _blocks(Path(path), layout, options, labels):
+        for read in _blocks(Path(path), _FORMATS[container], layout, options, labels):
             if read is None:
                 return ReadPath.LEAN
             accepted, rejected, rows = read
@@ -158,12 +171,13 @@ class _Layout:
         return tuple(c for c, dtype in self.schema.items() if dtype == CONVERSATION)
 
 
-def _layout(path: Path, options: InputOptions, columns: Sequence[str]) -> _Layout | None:
-    """How to read ``path``, from its first lines; None when they are not those of an arena-dialect log read here:
-    empty, with a line to quarantine, a judge's log or Kaggle's, a nested field of another shape, or a plan that
-    may not be the one the batch path decides from its first batch (which is larger)."""
+def _layout(path: Path, container: str, options: InputOptions, columns: Sequence[str]) -> _Layout | None:
+    """How to read ``path`` (of ``container``: ``jsonl`` or ``json``), from its first lines; None when they are not
+    those of an arena-dialect log read here: empty, with a line to quarantine, a judge's log or Kaggle's, a nested
+    field of another shape, or a plan that may not be the one the batch path decides from its first batch (which
+    is larger)."""
     # within the batch path's first batch, which decides its plan and the order of its columns
-    prefix = next(iter(read_batches(path, "jsonl", min(PREFIX_ROWS, options.batch_rows), None, min(PREFIX_BYTES, options.batch_bytes))), None)
+    prefix = next(iter(read_batches(path, container, min(PREFIX_ROWS, options.batch_rows), None, min(PREFIX_BYTES, options.batch_bytes))), None)
     if prefix is None or not prefix.frame.height or prefix.rejected.height:
         return None
     judged = JudgeLog(path, options)
@@ -236,44 +250,73 @@ def _read_type(field: str, values: pl.Series) -> pl.DataType | None:
     return None if given.is_nested() else pl.String()
 
 
-def _blocks(path: Path, layout: _Layout, options: InputOptions, labels: dict[str, str]) -> Iterator[Block | None]:
+@dataclass(frozen=True)
+class _Format:
+    """How the streamed read reads a container: ``blocks``, the file in blocks of whole JSON lines, about ``size``
+    bytes of it each (None: the batch path reads it); ``counted``, the bytes of a block that the batch path counts
+    towards the bytes of its first batch, at least (``blank``: whether the block has blank lines); ``raw``, the text
+    of a rejected line as the batch path quarantines it."""
+
+    blocks: Callable[[IO[bytes], int], Iterator[bytes | None]]
+    counted: Callable[[bytes, bool], int]
+    raw: Callable[[str], str]
+
+
+def _line_blocks(handle: IO[bytes], size: int) -> Iterator[bytes]:
+    """A JSON-lines file in blocks of whole lines, about ``size`` bytes each, its byte-order mark dropped."""
+    size = max(size, len(codecs.BOM_UTF8))
+    rest, ended, begun = b"", False, False
+    while not ended:
+        piece = handle.read(size)
+        ended = not piece
+        if not begun:  # no part of line 1
+            piece, begun = piece.removeprefix(codecs.BOM_UTF8), True
+        cut = len(piece) if ended else piece.rfind(b"\n") + 1
+        if not cut and not ended:  # a line longer than a block: read on
+            rest += piece
+            continue
+        block, rest = (b"".join((rest, memoryview(piece)[:cut])) if rest or cut < len(piece) else piece), piece[cut:]
+        del piece
+        if block:
+            yield block
+
+
+#: How each container is read: JSON lines as they are (the batch path counts a block's bytes but its CRs; none, to
+#: be safe, of a block with blank lines); a JSON array as lines of its records, whose bytes the batch path counts
+#: once it has written them again: none (its first batch is then told by rows alone, which only adds false alarms).
+_FORMATS = {
+    "jsonl": _Format(_line_blocks, lambda block, blank: 0 if blank else len(block) - block.count(b"\r"), str),
+    "json": _Format(array_lines, lambda block, blank: 0, record_text),
+}
+
+
+def _blocks(path: Path, form: _Format, layout: _Layout, options: InputOptions, labels: dict[str, str]) -> Iterator[Block | None]:
     """Each block of the file, read (see :func:`_read_block`): about ``batch_bytes`` of whole lines at a time."""
-    first, size = 1, max(options.batch_bytes, len(codecs.BOM_UTF8))
-    rows = offset = skipped = 0  # skipped: bytes before a block that the batch path drops, at most (CRs, blank lines)
-    rest, ended = b"", False
+    first = 1
+    rows = counted = 0  # rows read, and bytes of them the batch path counts, at least
     with opened(path) as handle:
-        while not ended:
-            piece = handle.read(size)
-            ended = not piece
-            if not offset and not rest and piece.startswith(codecs.BOM_UTF8):  # no part of line 1
-                piece, offset, skipped = piece[len(codecs.BOM_UTF8) :], len(codecs.BOM_UTF8), len(codecs.BOM_UTF8)
-            cut = len(piece) if ended else piece.rfind(b"\n") + 1
-            if not cut and not ended:  # a line longer than a block: read on
-                rest += piece
-                continue
-            block, rest = (b"".join((rest, memoryview(piece)[:cut])) if rest or cut < len(piece) else piece), piece[cut:]
-            del piece
-            if not block:
-                continue
+        for block in form.blocks(handle, options.batch_bytes):
+            if block is None:
+                yield None
+                return
             # whether some lines may be in the batch path's first batch: its first batch_rows lines, batch_bytes of them
-            first_batch = rows < options.batch_rows and offset - skipped < options.batch_bytes
+            first_batch = rows < options.batch_rows and counted < options.batch_bytes
             newlines = block.count(b"\n")
-            read = _read_block(block, first, newlines, layout, labels, str(path), first_batch)
+            read = _read_block(block, first, newlines, layout, labels, str(path), first_batch, form.raw)
             yield read
             if read is None:
                 return
-            if first_batch:
-                blank = read[2] != newlines + (not block.endswith(b"\n"))
-                skipped += len(block) if blank else block.count(b"\r")
-            first, rows, offset = first + newlines, rows + read[2], offset + len(block)
+            counted += form.counted(block, read[2] != newlines + (not block.endswith(b"\n")))
+            first, rows = first + newlines, rows + read[2]
 
 
 def _read_block(
-    block: bytes, first: int, newlines: int, layout: _Layout, labels: dict[str, str], source: str, first_batch: bool
+    block: bytes, first: int, newlines: int, layout: _Layout, labels: dict[str, str], source: str, first_batch: bool,
+    raw: Callable[[str], str],
 ) -> Block | None:
     """One block of whole lines, ``first`` the number of its first line, read and validated; None when it cannot be
     read exactly as the batch path reads it (see the module's docstring). ``first_batch``: whether some of its
-    lines may be in the batch path's first batch."""
+    lines may be in the batch path's first batch; ``raw``: the text a rejected line is quarantined with."""
     try:
         frame = pl.read_ndjson(block, schema=layout.schema)
     except (Exception, pl.exceptions.PanicException):
@@ -292,9 +335,9 @@ def _read_block(
     rows = frame.drop(*layout.watched, *([layout.meta_text] if layout.meta_text else [])).with_columns(pl.Series(ROW, numbers, dtype=pl.Int64))
     accepted, rejected = canonicalize(rows, layout.plan, labels, source)
     if rejected.height:  # their original lines, as the batch path keeps them
-        spans = spans or LineSpans.of(block, first, True)[0]
+        spans = spans or LineSpans.of(block, first, True, blanks=False)[0]  # none blank: a row per line
         at = np.searchsorted(spans.numbers, rejected["source_row"].to_numpy())
-        texts = [block[int(spans.starts[i]) : int(spans.stops[i])].decode() for i in at]
+        texts = [raw(block[int(spans.starts[i]) : int(spans.stops[i])].decode()) for i in at]
         rejected = rejected.with_columns(pl.Series("raw", texts, dtype=pl.String))
     return accepted, rejected, frame.height
 

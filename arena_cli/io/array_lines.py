@@ -1,0 +1,197 @@
+"""A JSON array of objects (FastChat's battle dumps) split into its records on the bytes, as JSON lines (one record
+a line), so that the streamed read of JSON lines (:mod:`arena_cli.io.streamed_jsonl`) reads it; or word that the
+file is to be read by the batch reader (:func:`~arena_cli.io.readers.read_json_array`, which decodes every record
+in Python), because it is no such array or holds what that reader would read otherwise.
+
+A block at a time, vectorised with numpy: the quotes not escaped (a quote after an odd run of backslashes is) tell
+which bytes are outside strings; among the brackets and braces there, the depth (opening ones less closing ones
+before them) tells the array's top level: its ``[`` and ``]`` and its records' outer braces. Between those only
+white space may be, and between two records one comma, which ends a line; line ends outside strings become spaces.
+A block is cut after the last comma it holds between two records, where nothing is open but the array, and the
+rest carried to the next one.
+
+So the file must be a ``[`` (after white space and a byte-order mark), objects separated by single commas, a
+``]``, and white space to its end. What is within the objects is left to polars, which reads each line strictly
+(anything but one JSON object is an error, and the file goes to the batch reader), but for what it reads
+otherwise than Python's json module: a raw control character in a string (a raw line end would be the end of a
+line to polars; Python refuses them all), and nesting deeper than :data:`DEEPEST` (Python's json module gives up
+at about a thousand, less what its caller's stack takes; polars goes deeper).
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Iterator
+from typing import IO
+
+import numpy as np
+
+from arena_cli.io.readers import positions
+
+#: Nesting deeper than this in a record sends the file to the batch reader.
+DEEPEST = 512
+_QUOTE, _BACKSLASH, _TAB, _NEWLINE, _SPACE = b'"\\\t\n '
+_LBRACKET, _RBRACKET, _LBRACE, _RBRACE, _COMMA = b"[]{},"
+#: Bytes below this are control characters: none may be raw in a string; outside, tab, CR and LF are white space.
+_CONTROL = 0x20
+#: White space in JSON, and the depth each bracket or brace adds.
+_WHITE_BYTES = np.zeros(256, dtype=bool)
+_WHITE_BYTES[list(b" \t\n\r")] = True
+_STEP = np.zeros(256, dtype=np.int64)
+_STEP[list(b"[{")], _STEP[list(b"]}")] = 1, -1
+#: The depth before each bracket of the array's top level (its ``[`` and ``]``, its records' outer braces), -1 for
+#: other bytes; and those that may follow one another (records are objects).
+_TOP_DEPTH = np.full(256, -1, dtype=np.int64)
+_TOP_DEPTH[[_LBRACKET, _LBRACE, _RBRACE, _RBRACKET]] = [0, 1, 2, 1]
+_FOLLOWS = np.array([first << 8 | then for first, then in (b"[{", b"[]", b"{}", b"}{", b"}]")])
+_WHITE = re.compile(rb"[ \t\n\r]*")
+#: Bytes scanned at a time (a mask of a whole block costs more to allocate than to fill).
+_SCAN_BYTES = 1 << 20
+
+
+def array_lines(handle: IO[bytes], size: int) -> Iterator[bytes | None]:
+    """The records of the JSON array that ``handle`` reads, in blocks of JSON lines (each record one line, ended by
+    a newline), about ``size`` bytes of the file at a time (more for a record longer than half that); None, and no
+    more, as soon as the file is found not to be one the streamed read reads (see the module's docstring).
+
+    The file is read into one buffer, over and over (a block's lines are made in place, the rest moved to its
+    start), so that a block costs no more than one copy: the lines given."""
+    buffer = bytearray(max(size, len(codecs.BOM_UTF8)))
+    length = _fill(handle, buffer, 0)
+    ended, begun = length < len(buffer), False  # begun: past the array's ``[``
+    if length >= len(codecs.BOM_UTF8) and buffer.startswith(codecs.BOM_UTF8):
+        buffer[:length] = buffer[len(codecs.BOM_UTF8) : length] + bytes(len(codecs.BOM_UTF8))
+        length -= len(codecs.BOM_UTF8)
+    while True:
+        split = _split(buffer, length, begun)
+        if split is None:
+            yield None
+            return
+        used, records, closed = split
+        if records:
+            yield bytes(memoryview(buffer)[:used])
+        begun = begun or used > 0
+        if closed:
+            rest: bytes | bytearray = buffer[used:length]
+            while _WHITE.fullmatch(rest):
+                rest = handle.read(size)
+                if not rest:
+                    return
+            yield None  # text after the array
+            return
+        if ended:  # the file ends within the array
+            yield None
+            return
+        kept = length - used
+        if 2 * kept > len(buffer):  # no room to read on: a larger buffer
+            buffer = buffer[used:length] + bytes(len(buffer))
+        else:
+            buffer[:kept] = buffer[used:length]
+        length = _fill(handle, buffer, kept)
+        ended = length < len(buffer)
+
+
+def _fill(handle: IO[bytes], buffer: bytearray, start: int) -> int:
+    """Read into ``buffer`` from ``start`` until it is full or the file ends; the bytes it then holds."""
+    with memoryview(buffer) as view:
+        while start < len(buffer):
+            read = handle.readinto(view[start:])  # type: ignore[attr-defined]
+            if not read:
+                break
+            start += read
+    return start
+
+
+def _split(buffer: bytearray, length: int, begun: bool) -> tuple[int, bool, bool] | None:
+    """The bytes at the start of a block (the first ``length`` of ``buffer``) that hold complete records (up to the
+    comma after the last one, or to the array's ``]``), made JSON lines in place; whether they hold any record, and
+    whether the array ends there. None when the block shows the file is not read here. ``begun``: whether the block
+    starts after the array's ``[`` and a comma (else at the file's start)."""
+    text = np.frombuffer(buffer, dtype=np.uint8, count=length)
+    marks, quotes = _marks(text)
+    inside = (quotes - np.searchsorted(_escaped_quotes(text), marks)) % 2 == 1
+    kinds = text[marks]
+    controls = kinds < _CONTROL
+    if (controls & (inside | ~_WHITE_BYTES[kinds])).any():  # raw in a string, or outside one and no white space
+        return None
+    breaks = marks[controls & (kinds != _TAB)]
+    marks, kinds = marks[~controls & ~inside], kinds[~controls & ~inside]
+    depth = np.cumsum(_STEP[kinds]) + begun  # after each
+    if len(depth) and depth.max() > DEEPEST:
+        return None
+    before = depth - _STEP[kinds]
+    top = np.minimum(before, depth) <= 1
+    at, kinds = marks[top], kinds[top]
+    if (_TOP_DEPTH[kinds] != before[top]).any() or not np.isin(kinds[:-1].astype(np.int64) << 8 | kinds[1:], _FOLLOWS).all():
+        return None
+    if len(kinds) and kinds[0] != (_LBRACE if begun else _LBRACKET):
+        return None
+    commas = _separators(text, at, kinds)
+    if commas is None:
+        return None
+    closed = bool(len(kinds)) and kinds[-1] == _RBRACKET
+    if not closed and not len(commas):
+        return 0, False, False
+    used = int(at[-1] if closed else commas[-1]) + 1
+    records = bool((kinds == _LBRACE).any())  # none: an empty array
+    if records:
+        text[breaks[breaks < used]] = _SPACE
+        text[commas] = _NEWLINE
+        if closed:
+            text[used - 1] = _NEWLINE
+        if not begun:
+            text[at[0]] = _SPACE
+    return used, records, closed
+
+
+def _marks(text: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where the brackets, braces and control bytes of ``text`` are, and how many quotes (escaped or not) are
+    before each: a piece at a time, the quotes counted between the marks, not found one by one."""
+    found, quotes, total = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], 0
+    for at in range(0, len(text), _SCAN_BYTES):
+        piece = text[at : at + _SCAN_BYTES]
+        folded = piece | 0x20  # [ and ] as { and }
+        marks = np.flatnonzero((folded == _LBRACE) | (folded == _RBRACE) | (piece < _CONTROL))
+        # the quotes from the piece's start to its first mark, from each mark to the next, from the last to the end
+        counts = np.cumsum(np.add.reduceat((piece == _QUOTE).view(np.uint8), np.concatenate(([0], marks)), dtype=np.uint32), dtype=np.int64)
+        found.append(marks + at)
+        quotes.append(counts[:-1] + total)
+        total += int(counts[-1])
+    return np.concatenate(found), np.concatenate(quotes)
+
+
+def _escaped_quotes(text: np.ndarray) -> np.ndarray:
+    """Where the escaped quotes of ``text`` are: right after a run of backslashes of odd length."""
+    backslashes = positions(text, lambda piece: piece == _BACKSLASH)
+    after = backslashes[backslashes + 1 < len(text)] + 1
+    quotes = after[text[after] == _QUOTE]
+    return quotes[_escaped(quotes, backslashes)]
+
+
+def _separators(text: np.ndarray, at: np.ndarray, kinds: np.ndarray) -> np.ndarray | None:
+    """The commas between records, given the top level's brackets (``at``, of ``kinds``); None when the bytes
+    between them are not white space and, between two records, one comma (``[1]``, ``[{},,{}]``, ``[{},]``)."""
+    between = np.flatnonzero((kinds[:-1] == _LBRACKET) | (kinds[:-1] == _RBRACE))  # gaps after [ and after records
+    starts = np.concatenate(([0], at[between] + 1))  # and the block's first bytes, before its first bracket
+    stops = np.concatenate((at[:1] if len(at) else [len(text)], at[between + 1]))
+    lengths = stops - starts
+    offsets = np.cumsum(lengths) - lengths
+    where = np.arange(lengths.sum()) + np.repeat(starts - offsets, lengths)
+    found = np.flatnonzero(~_WHITE_BYTES[text[where]])
+    commas = where[found]
+    expected = np.concatenate(([False], (kinds[between] == _RBRACE) & (kinds[between + 1] == _LBRACE)))
+    gaps = np.searchsorted(offsets, found, side="right") - 1
+    if (text[commas] != _COMMA).any() or not np.array_equal(np.bincount(gaps, minlength=len(lengths)), expected):
+        return None
+    return commas
+
+
+def _escaped(quotes: np.ndarray, backslashes: np.ndarray) -> np.ndarray:
+    """Whether each quote, right after a backslash, ends a run of backslashes of odd length: each run known by the
+    position of its first backslash among them all, however long the run."""
+    last = np.maximum(np.searchsorted(backslashes, quotes) - 1, 0)  # the last backslash before each quote
+    starts = np.ones(len(backslashes), dtype=bool)
+    starts[1:] = np.diff(backslashes) != 1
+    first = np.maximum.accumulate(np.where(starts, np.arange(len(backslashes)), 0))
+    return (backslashes[last] == quotes - 1) & ((last - first[last]) % 2 == 0)

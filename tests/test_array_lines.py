@@ -1,0 +1,162 @@
+"""Splitting a JSON array into JSON lines on its bytes (:mod:`arena_cli.io.array_lines`): each record one line, in
+order, whatever its strings hold and however the file is laid out or cut into blocks; and word (None) as soon as
+the file is not an array of objects, or holds what the batch reader reads otherwise."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from arena_cli.io import array_lines as module
+from arena_cli.io.array_lines import array_lines
+
+
+def _split(data: bytes, size: int = 1 << 20) -> list[bytes | None]:
+    return list(array_lines(io.BytesIO(data), size))
+
+
+def _records(blocks: list[bytes | None]) -> list:
+    """The records the lines hold (each line one JSON object), asserting each block is whole lines."""
+    assert None not in blocks
+    assert all(block and block.endswith(b"\n") for block in blocks)  # type: ignore[union-attr]
+    lines = b"".join(blocks).split(b"\n")[:-1]  # type: ignore[arg-type]
+    return [json.loads(line) for line in lines]
+
+
+#: Strings a JSON text may hold that a splitter on bytes could mistake for structure.
+TRICKY = [
+    'say "hi"', "a\\", "a\\\\", '\\"', '\\\\"', "\\" * 7 + '"', "\\" * 1000 + '"' + "\\" * 999, "},{", "],[", "[{", "}]",
+    ",", "{[,]}", "\n\r\t", "quote at end\"", "é😀", "\u2028", "", '"', "\\u0022",
+]
+RECORDS = [
+    {"model_a": "a", "model_b": "b", "text": text, "nested": {"list": [1, {"x": [text, []]}], "empty": {}}, "n": i}
+    for i, text in enumerate(TRICKY)
+]
+
+
+@pytest.mark.parametrize("indent", [None, 2, "\t"])
+def test_records_with_tricky_strings_become_one_line_each(indent):
+    data = json.dumps(RECORDS, indent=indent).encode()
+    assert _records(_split(data)) == RECORDS
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_block_may_end_at_any_byte(indent):
+    """However the file is cut into blocks (a block boundary at every position), the same records, in order."""
+    records = [record for record in RECORDS if len(record["text"]) < 10][:8]
+    data = b"\xef\xbb\xbf \r\n" + json.dumps(records, indent=indent, ensure_ascii=False).replace("\n", "\r\n").encode() + b" \n"
+    for size in range(1, len(data) + 1):
+        assert _records(_split(data, size)) == records, size
+
+
+def test_a_record_longer_than_a_block_is_read_whole():
+    records = [{"text": "x" * 5000}, {"text": "\\" * 4001 + '"'}, {"n": 1}]
+    assert _records(_split(json.dumps(records).encode(), 64)) == records
+
+
+@pytest.mark.parametrize("data", [b"[]", b"[ ]", b" [\n]\n", b"\xef\xbb\xbf[]"])
+def test_an_empty_array_has_no_lines(data):
+    assert _split(data) == [] and _split(data, 1) == []
+
+
+def test_lines_keep_the_records_bytes_but_line_ends():
+    """Only the array's brackets, the commas between records and line ends outside strings change (to spaces and
+    newlines): the lines are the file's bytes, byte for byte otherwise."""
+    data = b'[\r\n  {"a": "\\u00e9 [,]"},\n\t{"b" :\n1.50E+3}\n]'
+    assert _split(data) == [b'     {"a": "\\u00e9 [,]"}\n \t{"b" : 1.50E+3} \n']
+
+
+@pytest.mark.parametrize("data", [
+    b"", b"  \n", b"{}", b'{"a": 1}', b"17", b'"[{}]"', b"x[{}]", b'"a" [{}]',  # not an array
+    b"[{}", b'[{"a": "x"}, {"b"', b"[{},", b"[",  # cut off
+    b"[{}] x", b"[{}][]", b"[{}]]", b"[]]", b"[{}] ,",  # text after the array
+    b"[1]", b'["x"]', b"[null]", b"[[]]", b"[{}, 1]", b'[{}, "x"]', b"[{}, [1]]", b"[true, {}]",  # not objects
+    b"[,{}]", b"[{},,{}]", b"[{},]", b"[{} {}]", b"[{}\n{}]",  # commas
+    b"[{]", b"[{}}]", b'[{"a": [1}]', b'[{"a": 1]]', b"[}]",  # brackets
+    b'[{"a": "x\ny"}]', b'[{"a": "x\ry"}]', b'[{"a": "x\ty"}]', b'[{"a": "\x00"}]', b'[{"a": "\x1f"}]',  # raw control characters in strings
+    b"[{}\x0c]", b"\x0b[{}]", b"[{}]\x00",  # control characters that are no white space
+    b'[{"a": "x\\"}]', b'[{"a": "\\\\\\"}]',  # a string escaped to its end
+    b'[{"a": ' + b"[" * (module.DEEPEST + 1) + b"]" * (module.DEEPEST + 1) + b"}]",  # nested too deeply
+])
+def test_what_is_no_array_of_objects_read_alike_is_said(data):
+    """Each gives None, at once or after the lines before it, with blocks of any size."""
+    for size in (1, 3, 1 << 20):
+        blocks = _split(data, size)
+        assert blocks[-1:] == [None], (size, blocks)
+
+
+def test_nesting_up_to_the_limit_is_split():
+    deep = {"a": json.loads("[" * (module.DEEPEST - 2) + "]" * (module.DEEPEST - 2))}
+    assert _records(_split(json.dumps([deep, deep]).encode())) == [deep, deep]
+
+
+def test_a_long_run_of_backslashes_is_counted_whole():
+    """A quote after 10^5 backslashes: escaped when the run is odd (it is then in the string), not when even."""
+    even = "\\" * 100_000
+    records = [{"a": even, "b": even + '"'}, {"c": "\\" + even}]
+    data = json.dumps(records).encode()
+    assert data.count(b"\\" * 200_001 + b'"')  # a run of 2*10^5 + 1 backslashes before an escaped quote
+    assert _records(_split(data)) == records
+    assert _records(_split(data, 4096)) == records
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(blacklist_categories=("Cs",)) | st.sampled_from(list('"\\[]{},:\n'))),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=5), max_size=6),
+    st.sampled_from([None, 0, 2, "\t"]), st.booleans(), st.integers(1, 200),
+)
+def test_any_array_of_objects_is_split_into_its_records(records, indent, ascii_only, size):
+    data = json.dumps(records, indent=indent, ensure_ascii=ascii_only).encode()
+    assert _records(_split(data, size)) == records
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")  # as polars reads it
+
+
+def _strict(line: bytes) -> object:
+    return json.loads(line, parse_constant=_no_constant)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.dictionaries(st.sampled_from(["a", "b,", "c]"]), JSON_VALUES, max_size=3), min_size=1, max_size=4),
+    st.sampled_from([None, 2]),
+    st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(["insert", "replace", "delete"]), st.sampled_from(list(b'"\\,[]{}\n\r :1ae'))),
+             min_size=1, max_size=3),
+    st.integers(1, 50),
+)
+def test_lines_of_a_damaged_array_hold_its_records_when_each_parses(records, indent, damage, size):
+    """Damage anywhere (a byte inserted, replaced or deleted): when every line given parses as one JSON object
+    (as polars checks each), the file is an array of exactly those objects; otherwise the file was not given."""
+    data = bytearray(json.dumps(records, indent=indent).encode())
+    for at, how, byte in damage:
+        at %= len(data) + (how == "insert")
+        if how == "insert":
+            data.insert(at, byte)
+        elif how == "replace" and at < len(data):
+            data[at] = byte
+        elif at < len(data):
+            del data[at]
+    blocks = _split(bytes(data), size)
+    if None in blocks:
+        return
+    try:
+        lines = [_strict(line) for line in b"".join(blocks).split(b"\n")[:-1]]  # type: ignore[arg-type]
+    except ValueError:
+        return
+    if not all(isinstance(line, dict) for line in lines):
+        return
+    assert _strict(bytes(data)) == lines
