@@ -204,3 +204,22 @@ def test_csv_keeps_values_that_look_like_formulas_verbatim(tmp_path):
     assert run("ingest", exported, "-s", second).exit_code == 0
     models = run("info", "-s", second, "-f", "json")
     assert sorted(m["model"] for m in json.loads(models.stdout)["tables"]["models"]) == sorted(FORMULAS)
+
+
+def test_a_pipe_is_opened_once_and_given_to_the_writer_open(tmp_path):
+    """A writer that opened a named pipe itself, again after its reader left, would wait for a reader for ever."""
+    import threading
+
+    from arena_cli.io.atomic import put_bytes, write_output
+
+    pipe = tmp_path / "out.fifo"
+    os.mkfifo(pipe)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(pipe.read_bytes()), daemon=True)
+    reader.start()
+    given: list[object] = []
+    write_output(pipe, lambda target: given.append(target) or put_bytes(target, b"board\n"))
+    reader.join(timeout=30)
+    assert received == [b"board\n"] and not isinstance(given[0], Path)
+    write_output(tmp_path / "file.txt", lambda target: given.append(target) or put_bytes(target, b"x"))
+    assert isinstance(given[1], Path) and (tmp_path / "file.txt").read_bytes() == b"x"

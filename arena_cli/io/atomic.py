@@ -9,6 +9,7 @@ import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from arena_cli.errors import InputError
 
@@ -93,10 +94,24 @@ def _writable_directory(path: Path, directory: Path) -> None:
         raise InputError(f"cannot write {path}: directory {directory} is not writable")
 
 
-def write_output(path: Path, write: Callable[[Path], object]) -> None:
+#: Where :func:`write_output` has a writer write: a temporary file's path, or a device or pipe opened for it.
+Target = Path | IO[bytes]
+
+
+def put_bytes(target: Target, data: bytes) -> None:
+    """Write ``data`` to a :data:`Target`."""
+    if isinstance(target, Path):
+        target.write_bytes(data)
+    else:
+        target.write(data)
+
+
+def write_output(path: Path, write: Callable[[Target], object]) -> None:
     """:func:`atomic_write` for a user's output file: whole or not at all, and a failure (a directory in the way,
     no permission, a full disk) is an :class:`InputError` naming the file instead of a traceback. A symbolic link
-    is followed (its target is replaced, the link stays); a device or pipe is written in place."""
+    is followed (its target is replaced, the link stays); a device or pipe is written in place, opened here once
+    and given to ``write`` open (a writer that opened a named pipe again after its reader left would wait for a
+    reader for ever)."""
     path = Path(path)
     try:
         if written_in_place(path):
@@ -110,10 +125,11 @@ def write_output(path: Path, write: Callable[[Path], object]) -> None:
         raise InputError(f"cannot write {path}: {reason}") from None
 
 
-def _write_in_place(path: Path, write: Callable[[Path], object]) -> None:
+def _write_in_place(path: Path, write: Callable[[Target], object]) -> None:
     """A reader that stops reading (``-o /dev/stdout | head -1``) is not an error, as on stdout."""
     try:
-        write(path)
+        with open(path, "wb") as handle:
+            write(handle)
     except Exception as error:
         if _error_number(error) != errno.EPIPE:
             raise

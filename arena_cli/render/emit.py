@@ -66,9 +66,9 @@ def emit(doc: Document, fmt: OutputFormat | None = None, output: Path | None = N
 
         write_stdout(render(doc, fmt))
         return fmt
-    from arena_cli.io.atomic import write_output
+    from arena_cli.io.atomic import put_bytes, write_output
 
     files = render_files(doc, fmt, Path(output))
     for path, data in reversed(files.items()):  # the document last: it appears only with every image it links
-        write_output(path, functools.partial(Path.write_bytes, data=data))
+        write_output(path, functools.partial(put_bytes, data=data))
     return fmt

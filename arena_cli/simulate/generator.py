@@ -18,7 +18,7 @@ import polars as pl
 
 from arena_cli.errors import InputError
 from arena_cli.features.tokenizer import OFFLINE_ALIASES
-from arena_cli.io.atomic import writable_directory, write_output
+from arena_cli.io.atomic import put_bytes, writable_directory, write_output
 from arena_cli.io.options import DEFAULT_ENCODING
 from arena_cli.schema import META_COUNTS, meta_paths
 from arena_cli.simulate.compose import compose_texts, count_tokens
@@ -589,7 +589,7 @@ def write_simulation(sim: Simulation, out_dir: Path, fmt: str = "jsonl") -> list
         buffer = io.BytesIO()
         sim.battles.write_ndjson(buffer)
         compressed = gzip.compress(buffer.getvalue(), compresslevel=9, mtime=0)
-        write_output(battles_path, lambda tmp: tmp.write_bytes(compressed))
+        write_output(battles_path, lambda target: put_bytes(target, compressed))
     elif fmt == "parquet":
         battles_path = out_dir / "battles.parquet"
         write_output(battles_path, lambda tmp: sim.battles.write_parquet(tmp, compression="zstd"))
@@ -597,5 +597,5 @@ def write_simulation(sim: Simulation, out_dir: Path, fmt: str = "jsonl") -> list
         raise InputError(f"unknown format {fmt!r}: use jsonl or parquet")
     truth_path = out_dir / "truth.json"
     truth = (json.dumps(sim.truth, indent=2, ensure_ascii=False) + "\n").encode()
-    write_output(truth_path, lambda tmp: tmp.write_bytes(truth))
+    write_output(truth_path, lambda target: put_bytes(target, truth))
     return [battles_path, truth_path]
