@@ -27,7 +27,7 @@ from typing import IO
 
 import numpy as np
 
-from arena_cli.io.readers import positions
+from arena_cli.io.readers import SCAN_BYTES, positions
 
 #: Nesting deeper than this in a record sends the file to the batch reader.
 DEEPEST = 512
@@ -46,8 +46,6 @@ _TOP_DEPTH = np.full(256, -1, dtype=np.int64)
 _TOP_DEPTH[[_LBRACKET, _LBRACE, _RBRACE, _RBRACKET]] = [0, 1, 2, 1]
 _FOLLOWS = np.array([first << 8 | then for first, then in (b"[{", b"[]", b"{}", b"}{", b"}]")])
 _WHITE = re.compile(rb"[ \t\n\r]*")
-#: Bytes scanned at a time (a mask of a whole block costs more to allocate than to fill).
-_SCAN_BYTES = 1 << 20
 
 
 def array_lines(handle: IO[bytes], size: int) -> Iterator[bytes | None]:
@@ -149,8 +147,8 @@ def _marks(text: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Where the brackets, braces and control bytes of ``text`` are, and how many quotes (escaped or not) are
     before each: a piece at a time, the quotes counted between the marks, not found one by one."""
     found, quotes, total = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], 0
-    for at in range(0, len(text), _SCAN_BYTES):
-        piece = text[at : at + _SCAN_BYTES]
+    for at in range(0, len(text), SCAN_BYTES):
+        piece = text[at : at + SCAN_BYTES]
         folded = piece | 0x20  # [ and ] as { and }
         marks = np.flatnonzero((folded == _LBRACE) | (folded == _RBRACE) | (piece < _CONTROL))
         # the quotes from the piece's start to its first mark, from each mark to the next, from the last to the end

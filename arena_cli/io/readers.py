@@ -313,14 +313,14 @@ def _numbered(frame: pl.DataFrame, rows: Sequence[int] | np.ndarray, lines: pl.S
 _SPACE = np.frombuffer(b" \t\n\r\x0b\x0c", dtype=np.uint8)
 _NEWLINE, _CR = ord("\n"), ord("\r")
 #: Bytes searched for newlines at a time (a mask of a whole block would cost more to allocate than to fill).
-_SCAN_BYTES = 1 << 20
+SCAN_BYTES = 1 << 20
 #: Bytes of a JSON-lines file read at a time at least (more when ``batch_bytes`` says so).
 JSONL_READ_BYTES = 1 << 20
 
 
 def positions(text: np.ndarray, found: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     """Where in ``text`` the bytes ``found`` tells (a mask of bytes from bytes) are, a piece at a time."""
-    return np.concatenate([np.flatnonzero(found(text[at : at + _SCAN_BYTES])) + at for at in range(0, len(text), _SCAN_BYTES)]
+    return np.concatenate([np.flatnonzero(found(text[at : at + SCAN_BYTES])) + at for at in range(0, len(text), SCAN_BYTES)]
                           or [np.zeros(0, dtype=np.int64)])
 
 
