@@ -173,6 +173,18 @@ HOSTILE = {
     "conversation as text": _set("conversation_a", '[{"role": "user", "content": "hi"}]'),
     "empty conversation": _set("conversation_b", []),
     "message with more keys": _set("conversation_a", [{"role": "user", "content": "hi", "images": []}]),
+    "message with null content": _set("conversation_a", [{"role": "user", "content": None}]),
+    "message with null role": _set("conversation_b", [{"role": None, "content": "hi"}]),
+    "message with its content first": _set("conversation_b", [{"content": "hi", "role": "user"}]),
+    "message with a key between role and content": _set("conversation_a", [{"role": "user", "name": "x", "content": "hi"}]),
+    "message with a number for content": _set("conversation_b", [{"role": "user", "content": 3}]),
+    "null message": _set("conversation_a", [{"role": "user", "content": "hi"}, None]),
+    "message in a text": _set("conversation_a", [{"role": "user", "content": '{"role": "user", "content": null}, "content": "x"'}]),
+    "messages in another field": _set("messages", [{"role": "user", "content": "hi"}]),
+    "role and content at the top level": lambda rows, lines, at: lines.__setitem__(at, _line({"role": "user", "content": "hi", **rows[at]})),
+    "content key spelt with an escape": _splice(b'"content":', b'"c\\u006fntent":'),
+    "content key given twice": _splice(b'"content":', b'"content":null,"content":'),
+    "conversation given twice": _splice(b"{", b'{"conversation_a":[{"role":"user"}],'),
     "late null id": _set("id", None),
     "late Kaggle winner columns": lambda rows, lines, at: lines.__setitem__(at, _line({**rows[at], "winner_model_a": 1, "winner_model_b": 0})),
     "late null Kaggle winner columns": lambda rows, lines, at: lines.__setitem__(at, _line({**rows[at], "winner_model_a": None, "winner_model_b": None})),
@@ -287,26 +299,26 @@ CLEAN = [_vote(i) for i in range(12)]
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@example(CLEAN, [("nested value in a field not read", 2), ("lone high surrogate", 6)], [], PLAIN, (200_000, 64 << 20), 1)
-@example(CLEAN, [("nested value in a field not read", 2), ("lone high surrogate at a string's end", 9)], [], STYLED, (200_000, 64 << 20), 1)
-@example(CLEAN, [("late weight", 9)], ["CRLF line ends"], PLAIN, (5, 700), 4)
-@example(CLEAN, [("late null weight", 9)], [], PLAIN, (200_000, 64 << 20), 4)
-@example(CLEAN, [("late id", 3)], [], PLAIN, (3, 2500), 2)
-@example(CLEAN, [("late id", 11)], [], PLAIN, (3, 700), 2)
-@example(CLEAN, [("late null id", 4)], [], PLAIN, (200_000, 64 << 20), 2)
-@example(CLEAN, [("late null Kaggle winner columns", 5)], [], PLAIN, (200_000, 64 << 20), 3)
-@example(CLEAN, [("late Kaggle winner columns", 10)], [], PLAIN, (5, 64 << 20), 3)
-@example(CLEAN, [("repeated id", 7), ("self battle", 2)], ["byte-order mark", "trailing blank lines"], STYLED, (5, 700), 12)
-@example(CLEAN, [("self battle", 0)], ["byte-order mark", "CRLF line ends"], PLAIN, (2, 3), 1)
+@example(CLEAN, [("nested value in a field not read", 2), ("lone high surrogate", 6)], [], PLAIN, (200_000, 64 << 20), 1, 4 << 20)
+@example(CLEAN, [("nested value in a field not read", 2), ("lone high surrogate at a string's end", 9)], [], STYLED, (200_000, 64 << 20), 1, 4 << 20)
+@example(CLEAN, [("late weight", 9)], ["CRLF line ends"], PLAIN, (5, 700), 4, 4 << 20)
+@example(CLEAN, [("late null weight", 9)], [], PLAIN, (200_000, 64 << 20), 4, 4 << 20)
+@example(CLEAN, [("late id", 3)], [], PLAIN, (3, 2500), 2, 4 << 20)
+@example(CLEAN, [("late id", 11)], [], PLAIN, (3, 700), 2, 4 << 20)
+@example(CLEAN, [("late null id", 4)], [], PLAIN, (200_000, 64 << 20), 2, 4 << 20)
+@example(CLEAN, [("late null Kaggle winner columns", 5)], [], PLAIN, (200_000, 64 << 20), 3, 4 << 20)
+@example(CLEAN, [("late Kaggle winner columns", 10)], [], PLAIN, (5, 64 << 20), 3, 4 << 20)
+@example(CLEAN, [("repeated id", 7), ("self battle", 2)], ["byte-order mark", "trailing blank lines"], STYLED, (5, 700), 12, 1)
+@example(CLEAN, [("self battle", 0)], ["byte-order mark", "CRLF line ends"], PLAIN, (2, 3), 1, 1)
 @given(
     fastchat_rows(12), st.lists(st.tuples(st.sampled_from(sorted(HOSTILE)), st.integers(0, 11)), max_size=3),
     st.lists(st.sampled_from(sorted(WHOLE_FILE)), max_size=2, unique=True), st.sampled_from([PLAIN, STYLED]),
-    st.sampled_from([(200_000, 64 << 20), (5, 700), (3, 2500), (2, 3)]), st.integers(1, 12),
+    st.sampled_from([(200_000, 64 << 20), (5, 700), (3, 2500), (2, 3)]), st.integers(1, 12), st.sampled_from([1, 500, 4 << 20]),
 )
-def test_a_streamed_read_gives_the_battles_quarantine_and_counts_of_the_batch_path(tmp_path, monkeypatch, rows, changes, whole, columns, batch, prefix):
+def test_a_streamed_read_gives_the_battles_quarantine_and_counts_of_the_batch_path(tmp_path, monkeypatch, rows, changes, whole, columns, batch, prefix, piece):
     """Whatever the lines hold (clean votes, votes to quarantine, lines the batch path reads line by line, keys
-    that appear late, damage anywhere), and however the file is cut into batches and blocks, a streamed read
-    gives what the batch path gives: it reads the file itself, or hands it to the batch path. Its plan is
+    that appear late, damage anywhere), and however the file is cut into batches, blocks and pieces, a streamed
+    read gives what the batch path gives: it reads the file itself, or hands it to the batch path. Its plan is
     decided from the first ``prefix`` lines."""
     lines = [_line(row) for row in rows]
     for name, at in changes:
@@ -316,7 +328,7 @@ def test_a_streamed_read_gives_the_battles_quarantine_and_counts_of_the_batch_pa
         data = WHOLE_FILE[name](data)
     path = tmp_path / "votes.jsonl"
     path.write_bytes(data)
-    _assert_read_alike(monkeypatch, path, InputOptions(batch_rows=batch[0], batch_bytes=batch[1]), columns, prefix)
+    _assert_read_alike(monkeypatch, path, InputOptions(batch_rows=batch[0], batch_bytes=batch[1]), columns, prefix, piece)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -351,11 +363,113 @@ def test_a_streamed_read_of_a_json_array_gives_what_the_batch_path_gives(
     _assert_read_alike(monkeypatch, path, InputOptions(batch_rows=batch[0], batch_bytes=batch[1]), columns, prefix)
 
 
-def _assert_read_alike(monkeypatch, path, options, columns, prefix):
-    """A streamed read of ``path``, its plan decided from its first ``prefix`` lines, gives what the batch path
-    gives, or the same error; or it hands the file to the batch path."""
+#: Messages as logs write them (raw JSON: role first or content first, compact or spaced, texts that look like keys
+#: or hold escapes), and as they should not be: keys missing, given twice, spelt with escapes or among others; values
+#: null, nested, numbers; messages that are no objects.
+ROLES = st.sampled_from(['"user"', '"assistant"', '"system"'])
+TRICKY_TEXTS = ['"content": null', '{"role": "user"}', '", "role": "x', "\\u0063ontent", 'say \\"role\\": 1', "😀 é", "\\", "{", "[1]", ""]
+CONTENTS = st.tuples(TEXT | st.sampled_from(TRICKY_TEXTS), st.booleans()).map(lambda text: json.dumps(text[0], ensure_ascii=text[1]))
+SEPARATORS = st.sampled_from([(",", ":"), (", ", ": "), (" , ", " : ")])
+
+
+def _object(pairs, separators=(",", ":")):
+    return "{" + separators[0].join(f"{key}{separators[1]}{value}" for key, value in pairs) + "}"
+
+
+USUAL_MESSAGES = st.builds(lambda role, content, first, separators: _object([("\"role\"", role), ("\"content\"", content)][:: 1 if first else -1], separators),
+                           ROLES, CONTENTS, st.booleans(), SEPARATORS)
+MESSAGE_KEYS = st.sampled_from(['"role"', '"content"', '"c\\u006fntent"', '"r\\u006Fle"', '"name"', '"x\\"content"', '"role "'])
+MESSAGE_VALUES = ROLES | CONTENTS | st.sampled_from(
+    ["null", "3", "1.5", "true", "[]", "{}", '{"a": 1}', '[{"type": "text", "text": "hi"}]', '{"role": "user", "content": "x"}',
+     '[{"content": null}]', '"\\ud800x"', '"x\\u0072"'])
+ODD_MESSAGES = st.lists(st.tuples(MESSAGE_KEYS, MESSAGE_VALUES), max_size=4).map(_object) | st.sampled_from(
+    ["null", '"hello"', "3", "[1]", '[{"role": "user", "content": "x"}]'])  # not [] beside a key given twice: polars 2.1 panics
+CONVERSATIONS = st.lists(USUAL_MESSAGES | USUAL_MESSAGES | ODD_MESSAGES, max_size=4).map(lambda messages: "[" + ",".join(messages) + "]") | st.sampled_from(
+    ["null", "[]", '"[]"', '{"role": "user", "content": "x"}'])
+#: What else a line may hold that has the keys of messages: other lists of messages, a message at the top level, a
+#: conversation given twice, such keys nested elsewhere.
+EXTRAS = st.sampled_from(["", ',"messages":[{"role":"user","content":"x"}]', ',"role":"user","content":"x"', ',"conversation_a":[{"role":"user"}]',
+                          ',"meta":{"content":null}', ',"meta":{"role":"user","content":"x"}'])
+
+
+@st.composite
+def conversation_lines(draw, rows: int, usual: bool):
+    """Lines of votes with their conversations, as logs write them; unless ``usual``, one or two lines (or none) with a
+    conversation as logs may write it otherwise, and what else the line holds."""
+    odd = set() if usual else draw(st.sets(st.integers(0, rows - 1), max_size=2))
+    lines = []
+    for i in range(rows):
+        sides = [draw(st.lists(USUAL_MESSAGES, max_size=4).map(lambda messages: "[" + ",".join(messages) + "]")) for _ in "ab"]
+        extra = ""
+        if i in odd:
+            sides[draw(st.integers(0, 1))], extra = draw(CONVERSATIONS), draw(EXTRAS)
+        lines.append(f'{{"conversation_a":{sides[0]},{json.dumps(_vote(i))[1:-1]},"conversation_b":{sides[1]}{extra}}}'.encode())
+    return lines
+
+
+def _with_conversation(conversation: str, i: int = 1) -> bytes:
+    """A vote whose ``conversation_a`` is the raw JSON given, and ``conversation_b`` as logs write it."""
+    vote = {k: v for k, v in _with_texts(_vote(i), i).items() if k != "conversation_a"}
+    return f'{{"conversation_a":{conversation},{json.dumps(vote)[1:]}'.encode()
+
+
+USUAL_LINE = _line(_with_texts(_vote(0), 0))
+#: Lines whose first message a check of conversations that is too lax takes for one with a text: each is its own
+#: batch in the batch path (batches of a line), where a column of messages with no text is no conversation.
+LAX = [
+    '[{"role":"user"}]',  # no text
+    '[{"role":"user","content":{"a":1}}]',  # a nested text
+    '[{"name":"x"}]',  # no role and no text
+    '[{"r\\u006fle":"user"}]',  # a role spelt with an escape, and no text
+    '[{"x\\"content":"v","role":"user"}]',  # a key that ends as ``"content"`` does
+]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@example([USUAL_LINE, _with_conversation('[{"role":"user","content":null,"content":"y"}]')], PLAIN, (200_000, 64 << 20), 1, 4 << 20)
+@example([USUAL_LINE, _with_conversation('[{"role":"user","c\\u006fntent":null,"content":"y"}]')], STYLED, (200_000, 64 << 20), 1, 1)
+@example([USUAL_LINE, _with_conversation('[{"role":"user","content":"x"},{"role":"user","content":"y","role":"a","content":"z"},{"role":"user"}]')],
+         PLAIN, (200_000, 64 << 20), 1, 4 << 20)
+@example([USUAL_LINE, _with_conversation(LAX[0])], PLAIN, (2, 3), 1, 4 << 20)
+@example([USUAL_LINE, _with_conversation(LAX[1])], STYLED, (2, 3), 1, 4 << 20)
+@example([USUAL_LINE, _with_conversation(LAX[2])], PLAIN, (2, 3), 1, 4 << 20)
+@example([USUAL_LINE, _with_conversation(LAX[3])], PLAIN, (2, 3), 1, 300)
+@example([USUAL_LINE, _with_conversation(LAX[4])], STYLED, (2, 3), 1, 4 << 20)
+@given(conversation_lines(8, usual=False), st.sampled_from([PLAIN, STYLED]), st.sampled_from([(200_000, 64 << 20), (3, 2500), (2, 3)]), st.integers(1, 8),
+       st.sampled_from([1, 300, 4 << 20]))
+def test_conversations_are_read_as_the_batch_path_reads_them(tmp_path, monkeypatch, lines, columns, batch, prefix, piece):
+    """Whatever the messages of a log's conversations hold, a streamed read that keeps their texts (a style fit
+    that counts them) or only checks them (a plain fit, which reads their roles only) gives what the batch path
+    gives, or hands the file to it: a message without a text, or with a null or nested one, or whose keys are
+    given twice or spelt otherwise, is not taken for one with a text."""
+    path = tmp_path / "votes.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    _assert_read_alike(monkeypatch, path, InputOptions(batch_rows=batch[0], batch_bytes=batch[1]), columns, prefix, piece)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(conversation_lines(8, usual=True), st.sampled_from([PLAIN, STYLED]), st.sampled_from([1, 300, 4 << 20]))
+def test_conversations_as_logs_write_them_are_streamed(tmp_path, monkeypatch, lines, columns, piece):
+    """Messages with a role and a text (either first; texts that look like JSON keys or hold escapes): the streamed
+    read reads them itself, and gives what the batch path gives."""
+    path = tmp_path / "votes.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    with monkeypatch.context() as patched:
+        patched.setattr(streamed_jsonl, "_PIECE_BYTES", piece)
+        patched.setattr(reading, "read_lean", _no_batch_path)
+        fast = read_sources([path], columns=columns)
+    with monkeypatch.context() as patched:
+        _batch_path(patched)
+        _assert_same(_comparable(fast), _comparable(read_sources([path], columns=columns)))
+
+
+def _assert_read_alike(monkeypatch, path, options, columns, prefix, piece_bytes=4 << 20):
+    """A streamed read of ``path``, its plan decided from its first ``prefix`` lines, its blocks searched in pieces of
+    about ``piece_bytes``, gives what the batch path gives, or the same error; or it hands the file to the batch
+    path."""
     with monkeypatch.context() as patched:
         patched.setattr(streamed_jsonl, "PREFIX_ROWS", prefix)
+        patched.setattr(streamed_jsonl, "_PIECE_BYTES", piece_bytes)
         patched.setattr(reading, "read_lean", _no_batch_path)
         try:
             fast = _outcome(path, options, columns)

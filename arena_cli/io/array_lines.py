@@ -56,7 +56,7 @@ def array_lines(handle: IO[bytes], size: int) -> Iterator[bytes | None]:
     The file is read into one buffer, over and over (a block's lines are made in place, the rest moved to its
     start), so that a block costs no more than one copy: the lines given."""
     buffer = bytearray(max(size, len(codecs.BOM_UTF8)))
-    length = _fill(handle, buffer, 0)
+    length = fill(handle, buffer, 0)
     ended, begun = length < len(buffer), False  # begun: past the array's ``[``
     if length >= len(codecs.BOM_UTF8) and buffer.startswith(codecs.BOM_UTF8):
         buffer[:length] = buffer[len(codecs.BOM_UTF8) : length] + bytes(len(codecs.BOM_UTF8))
@@ -86,11 +86,11 @@ def array_lines(handle: IO[bytes], size: int) -> Iterator[bytes | None]:
             buffer = buffer[used:length] + bytes(len(buffer))
         else:
             buffer[:kept] = buffer[used:length]
-        length = _fill(handle, buffer, kept)
+        length = fill(handle, buffer, kept)
         ended = length < len(buffer)
 
 
-def _fill(handle: IO[bytes], buffer: bytearray, start: int) -> int:
+def fill(handle: IO[bytes], buffer: bytearray, start: int) -> int:
     """Read into ``buffer`` from ``start`` until it is full or the file ends; the bytes it then holds."""
     with memoryview(buffer) as view:
         while start < len(buffer):

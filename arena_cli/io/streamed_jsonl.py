@@ -18,12 +18,13 @@ the batch path has it render Python's repr of the same value: the same text (pol
 
 The fields and their meaning come from the file's first lines, read by the batch reader (:data:`PREFIX_ROWS`): the
 plan (:func:`plan_for`), and that the nested fields read (``conv_metadata``, conversations) are objects and lists.
-Every scalar is then read as text, as the batch path reads it; conversations as lists of ``{role, content}``;
-``conv_metadata``, when the caller wants its counts, as a struct of them with integer leaves (a count that is no
-integer literal is an error, so that no row is read otherwise than the batch path reads it), else as text, only
-checked (:func:`_meta_counts_valid`). Each block is validated by :func:`canonicalize`, the batch path's own
-validation, so the battles, the rejections and their details are the batch path's; only the original text of a
-rejected line is taken from the block.
+Every scalar is then read as text, as the batch path reads it; conversations, when the caller wants them, as lists
+of ``{role, content}``, else as the roles of their messages only (their texts, most of a log's bytes, are only
+checked, on the bytes: :func:`_text_usual`); ``conv_metadata``, when the caller wants its counts, as a struct of
+them with integer leaves (a count that is no integer literal is an error, so that no row is read otherwise than the
+batch path reads it), else as text, only checked (:func:`_meta_counts_valid`). Each block is validated by
+:func:`canonicalize`, the batch path's own validation, so the battles, the rejections and their details are the
+batch path's; only the original text of a rejected line is taken from the block.
 
 What polars (2.1) does with what a log may hold, read with an explicit schema, and what is done about it:
 
@@ -40,8 +41,8 @@ What polars (2.1) does with what a log may hold, read with an explicit schema, a
 * a key given twice: its first value, as the batch path reads it (by polars, and by Python's json module, which
   it has keep the first value too);
 * a nested value where text is read: rendered as text (``{"a": 1}``, not JSON); found by the first character of
-  the values read as text, or for texts within nested fields by the keys on the bytes (as
-  :func:`~arena_cli.io.readers._rendered_nested` does), and the batch path reads the file;
+  the values read as text, or for the texts of messages by their keys on the bytes (:func:`_text_usual`, which also
+  finds a message without a text, or with a null one), and the batch path reads the file;
 * a number where text is read: rendered as polars renders the number (``1.0`` as ``1``, ``1e3`` as ``1000``, in
   decimal digits however large or small), as the batch path reads it; an object where text is read: keys
   decoded, ``": "`` and ``", "`` between them and the values, strings quoted (but backslashes and quotes within
@@ -57,6 +58,7 @@ A field whose key first appears after the lines that decided the plan would chan
 from __future__ import annotations
 
 import codecs
+import io
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -67,7 +69,7 @@ import numpy as np
 import polars as pl
 
 from arena_cli.errors import InputError
-from arena_cli.io.array_lines import array_lines
+from arena_cli.io.array_lines import array_lines, fill
 from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMNS, canonicalize, numeric_extras
 from arena_cli.io.dialects import ARENA_COLUMNS, Plan, container_for, plan_for
 from arena_cli.io.fields import meta_dtype
@@ -83,16 +85,32 @@ from arena_cli.schema import BATTLE_SCHEMA, CONVERSATION, META_COLUMNS, Frame, c
 #: most, for files of long lines); never more than the batch path's first batch.
 PREFIX_ROWS = 2_000
 PREFIX_BYTES = 4 << 20
-#: A high surrogate escape not followed by a low one: polars reads it as NUL, Python's json module as an unpaired
-#: surrogate (a line the batch path quarantines). An escaped backslash before it gives a false alarm, which only
-#: costs the batch path.
-_LONE_HIGH = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])")
+#: JSON in the patterns below (polars' regular expressions, which have no look-around): white space between
+#: tokens, and a string, from its opening quote to its closing one.
+_SPACE = r"\s*"
+_STRING = r'"(?:[^"\\]|\\.)*"'
+#: Escapes sought on the bytes, by what follows their ``\u``: a high surrogate not followed by a low one, which
+#: polars reads as NUL and Python's json module as an unpaired surrogate (a line the batch path quarantines); and
+#: (where conversations are read) a lower-case letter, which JSON writers never escape (``\u0072``, ``r``), since
+#: the keys of messages are sought as they are spelt without (:data:`_MESSAGE_KEYS`).
+_LONE_HIGH = r"[dD][89abAB][0-9a-fA-F]{2}(?:[^\\]|\\[^u]|\\u[^dD]|\\u[dD][^c-fC-F])"
+_LETTER = r"00[67][0-9a-fA-F]"
+#: What comes before an escape's ``\u`` (a string's quote at least), so that a ``\u`` after an escaped backslash
+#: is none: searched for only where a ``\u`` alone is found (a pattern that starts with a literal is searched
+#: for much faster).
+_NOT_ESCAPED = r"[^\\](?:\\\\)*"
+#: The keys ``role`` and ``content`` of an object: both, side by side (role first or content first) with a string
+#: for the first one's value and up to the second one's opening quote (a message, as logs write it); or either
+#: alone. Only a key follows a brace or a comma and white space straight away (a quote within a string is escaped).
+#: (A key spelt with an escaped letter is not found: see :data:`_LETTER`.)
+_MESSAGE_KEYS = (
+    rf'[{{,]{_SPACE}(?:"role"{_SPACE}:{_SPACE}{_STRING}{_SPACE},{_SPACE}"content"|"content"{_SPACE}:{_SPACE}{_STRING}{_SPACE},{_SPACE}"role")'
+    rf'{_SPACE}:{_SPACE}"|[{{,]{_SPACE}"(?:role|content)"{_SPACE}:'
+)
 #: What Kaggle's winner columns (``winner_model_a``, ``winner_model_b``) share, in a key.
 _KAGGLE_WINNERS = '"winner_model_'
-#: Keys of the texts of a message followed by a nested value, which polars would render as text.
-_NESTED_IN_MESSAGE = r'"(?:role|content)":\s*[\[{]'
-#: A ``conv_metadata`` given as a JSON text, not an object (polars renders an object as text much like it).
-_META_AS_TEXT = re.compile(rb'"conv_metadata"\s*:\s*"')
+#: Conversations read only to be checked: the role of each message (its content is still read by polars, not kept).
+_ROLES = pl.List(pl.Struct({"role": pl.String()}))
 
 #: What one block gives: its accepted battles, its rejected rows (quarantine), and the rows it read.
 Block = tuple[pl.DataFrame, pl.DataFrame, int]
@@ -155,7 +173,10 @@ class _Layout:
 
     ``meta_text``: the ``conv_metadata`` column when the caller wants none of its counts, read as polars renders an
     object as text (decoding its counts costs more than the rest of a line): validation then only needs to know
-    that every count is valid, which :func:`_meta_counts_valid` tells from the text."""
+    that every count is valid, which :func:`_meta_counts_valid` tells from the text. Conversations the caller does
+    not want are read so too, as the roles of their messages only (:data:`_ROLES`; their texts are most of a
+    log's bytes): that every message has a role and a text is told from the frame and the bytes
+    (:func:`_text_usual`)."""
 
     plan: Plan
     schema: dict[str, pl.DataType]
@@ -168,7 +189,12 @@ class _Layout:
 
     @property
     def conversations(self) -> tuple[str, ...]:
-        return tuple(c for c, dtype in self.schema.items() if dtype == CONVERSATION)
+        return tuple(c for c, dtype in self.schema.items() if dtype in (CONVERSATION, _ROLES))
+
+    @property
+    def checked_only(self) -> tuple[str, ...]:
+        """The columns read only to be checked here (or watched), which validation does not see."""
+        return (*self.watched, *(c for c, dtype in self.schema.items() if c == self.meta_text or dtype == _ROLES))
 
 
 def _layout(path: Path, container: str, options: InputOptions, columns: Sequence[str]) -> _Layout | None:
@@ -207,9 +233,12 @@ def _layout(path: Path, container: str, options: InputOptions, columns: Sequence
     searched = [key for key in (f'"{c}"' for c in first_batch_keys) if not key.startswith(_KAGGLE_WINNERS)]
     searched += [_KAGGLE_WINNERS] * (len(searched) < len(first_batch_keys))
     meta_text = plan.columns.get("conv_metadata") if not set(META_COLUMNS) & set(columns) else None
+    checked: list[str] = [field for field in ("conversation_a", "conversation_b") if field in plan.columns and field not in columns]
+    schema.update({plan.columns[field]: _ROLES for field in checked})
     if meta_text is not None:
         schema[meta_text] = pl.String()
-        plan = Plan(plan.dialect, {k: v for k, v in plan.columns.items() if k != "conv_metadata"}, plan.extras)
+        checked.append("conv_metadata")
+    plan = Plan(plan.dialect, {k: v for k, v in plan.columns.items() if k not in checked}, plan.extras)
     text = tuple(c for c, dtype in schema.items() if dtype == pl.String and c != meta_text)
     schema.update({c: pl.Null() for c in watched})
     column_text = tuple(f'"{c}"' for c in column_keys)
@@ -253,130 +282,151 @@ def _read_type(field: str, values: pl.Series) -> pl.DataType | None:
 @dataclass(frozen=True)
 class _Format:
     """How the streamed read reads a container: ``blocks``, the file in blocks of whole JSON lines, about ``size``
-    bytes of it each (None: the batch path reads it); ``counted``, the bytes of a block that the batch path counts
-    towards the bytes of its first batch, at least (``blank``: whether the block has blank lines); ``raw``, the text
-    of a rejected line as the batch path quarantines it."""
+    bytes of it each, each in pieces of whole lines (None: the batch path reads it); ``counted``, the bytes of a
+    block that the batch path counts towards the bytes of its first batch, at least (``blank``: whether the block
+    has blank lines); ``raw``, the text of a rejected line as the batch path quarantines it."""
 
-    blocks: Callable[[IO[bytes], int], Iterator[bytes | None]]
-    counted: Callable[[bytes, bool], int]
+    blocks: Callable[[IO[bytes], int], Iterator[list[bytes] | None]]
+    counted: Callable[[list[bytes], bool], int]
     raw: Callable[[str], str]
 
 
-def _line_blocks(handle: IO[bytes], size: int) -> Iterator[bytes]:
-    """A JSON-lines file in blocks of whole lines, about ``size`` bytes each, its byte-order mark dropped."""
-    size = max(size, len(codecs.BOM_UTF8))
-    rest, ended, begun = b"", False, False
-    while not ended:
-        piece = handle.read(size)
-        ended = not piece
-        if not begun:  # no part of line 1
-            piece, begun = piece.removeprefix(codecs.BOM_UTF8), True
-        cut = len(piece) if ended else piece.rfind(b"\n") + 1
-        if not cut and not ended:  # a line longer than a block: read on
-            rest += piece
-            continue
-        block, rest = (b"".join((rest, memoryview(piece)[:cut])) if rest or cut < len(piece) else piece), piece[cut:]
-        del piece
-        if block:
-            yield block
+def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes]]:
+    """A JSON-lines file in blocks of whole lines, about ``size`` bytes each, its byte-order mark dropped.
+
+    The file is read into one buffer, over and over (the rest of its last line moved to its start; a larger buffer
+    for a line longer than it), so that a block costs one copy: its pieces (:func:`_pieces`)."""
+    buffer = bytearray(max(size, len(codecs.BOM_UTF8)))
+    length = fill(handle, buffer, 0)
+    start = len(codecs.BOM_UTF8) if buffer.startswith(codecs.BOM_UTF8, 0, length) else 0  # no part of line 1
+    while True:
+        ended = length < len(buffer)
+        cut = length if ended else buffer.rfind(b"\n", start, length) + 1
+        if cut > start:
+            yield _pieces(buffer, start, cut)
+        if ended:
+            return
+        if cut:  # the rest of the last line to the buffer's start
+            buffer[: length - cut] = buffer[cut:length]
+            length, start = length - cut, 0
+        else:  # a line longer than the buffer: read on
+            buffer.extend(bytes(len(buffer)))
+        length = fill(handle, buffer, length)
+
+
+def _array_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes] | None]:
+    """A JSON array in blocks of JSON lines of its records (:func:`~arena_cli.io.array_lines.array_lines`)."""
+    for block in array_lines(handle, size):
+        yield None if block is None else _pieces(block, 0, len(block))
+
+
+#: Bytes of the pieces a block is cut into: polars reads them as one frame, but searches each on its own (a search
+#: in one value takes four times its size in memory, and is slower).
+_PIECE_BYTES = 4 << 20
+
+
+def _pieces(data: bytes | bytearray, start: int, stop: int) -> list[bytes]:
+    """The lines of ``data[start:stop]`` in pieces of whole lines, about :data:`_PIECE_BYTES` each."""
+    pieces = []
+    with memoryview(data) as view:
+        while start < stop:
+            end = data.find(b"\n", start + _PIECE_BYTES, stop) + 1 or stop
+            pieces.append(bytes(view[start:end]))
+            start = end
+    return pieces
 
 
 #: How each container is read: JSON lines as they are (the batch path counts a block's bytes but its CRs; none, to
 #: be safe, of a block with blank lines); a JSON array as lines of its records, whose bytes the batch path counts
 #: once it has written them again: none (its first batch is then told by rows alone, which only adds false alarms).
 _FORMATS = {
-    "jsonl": _Format(_line_blocks, lambda block, blank: 0 if blank else len(block) - block.count(b"\r"), str),
-    "json": _Format(array_lines, lambda block, blank: 0, record_text),
+    "jsonl": _Format(_line_blocks, lambda pieces, blank: 0 if blank else sum(len(piece) - piece.count(b"\r") for piece in pieces), str),
+    "json": _Format(_array_blocks, lambda pieces, blank: 0, record_text),
 }
 
 
 def _blocks(path: Path, form: _Format, layout: _Layout, options: InputOptions, labels: dict[str, str]) -> Iterator[Block | None]:
     """Each block of the file, read (see :func:`_read_block`): about ``batch_bytes`` of whole lines at a time."""
     first = 1
-    rows = counted = 0  # rows read, and bytes of them the batch path counts, at least
+    rows = counted = 0  # rows read, and bytes of them the batch path counts, at least (while it may matter)
     with opened(path) as handle:
-        for block in form.blocks(handle, options.batch_bytes):
-            if block is None:
+        for pieces in form.blocks(handle, options.batch_bytes):
+            if pieces is None:
                 yield None
                 return
             # whether some lines may be in the batch path's first batch: its first batch_rows lines, batch_bytes of them
             first_batch = rows < options.batch_rows and counted < options.batch_bytes
-            newlines = block.count(b"\n")
-            read = _read_block(block, first, newlines, layout, labels, str(path), first_batch, form.raw)
-            yield read
+            read = _read_block(pieces, first, layout, labels, str(path), first_batch, form.raw)
             if read is None:
+                yield None
                 return
-            counted += form.counted(block, read[2] != newlines + (not block.endswith(b"\n")))
-            first, rows = first + newlines, rows + read[2]
+            block, lines = read
+            yield block
+            if first_batch:
+                counted += form.counted(pieces, block[2] != lines)
+            first, rows = first + lines, rows + block[2]
 
 
 def _read_block(
-    block: bytes, first: int, newlines: int, layout: _Layout, labels: dict[str, str], source: str, first_batch: bool,
-    raw: Callable[[str], str],
-) -> Block | None:
-    """One block of whole lines, ``first`` the number of its first line, read and validated; None when it cannot be
-    read exactly as the batch path reads it (see the module's docstring). ``first_batch``: whether some of its
-    lines may be in the batch path's first batch; ``raw``: the text a rejected line is quarantined with."""
+    pieces: list[bytes], first: int, layout: _Layout, labels: dict[str, str], source: str, first_batch: bool, raw: Callable[[str], str],
+) -> tuple[Block, int] | None:
+    """One block of whole lines (in pieces), ``first`` the number of its first line, read and validated, and the
+    lines it holds (blank ones too); None when it cannot be read exactly as the batch path reads it (see the module's
+    docstring). ``first_batch``: whether some of its lines may be in the batch path's first batch; ``raw``: the text
+    a rejected line is quarantined with."""
     try:
-        frame = pl.read_ndjson(block, schema=layout.schema)
+        sources: list[IO[bytes]] = [io.BytesIO(piece) for piece in pieces]
+        frame = pl.read_ndjson(sources, schema=layout.schema)
+        text = pl.Series(pieces, dtype=pl.Binary).cast(pl.String)  # UTF-8, since polars read it
     except (Exception, pl.exceptions.PanicException):
         return None
-    if _LONE_HIGH.search(block) or not _text_usual(block, layout, first_batch) or frame.select(_unusual(layout).any()).item():
+    if frame.select(_unusual(layout).any()).item() or not _text_usual(text, layout, first_batch):
         return None
-    lines = newlines + (not block.endswith(b"\n"))
+    lines = text.str.count_matches("\n", literal=True).sum() + (not pieces[-1].endswith(b"\n"))
     spans = None
     if frame.height == lines:
         numbers = np.arange(first, first + lines, dtype=np.int64)
     else:  # blank lines, which polars skips: the rows are the lines that are not blank
-        spans = LineSpans.of(block, first, True)[0]
+        spans = LineSpans.of(b"".join(pieces), first, True)[0]
         numbers = spans.numbers[spans.filled]
         if len(numbers) != frame.height:
             return None
-    rows = frame.drop(*layout.watched, *([layout.meta_text] if layout.meta_text else [])).with_columns(pl.Series(ROW, numbers, dtype=pl.Int64))
+    rows = frame.drop(*layout.checked_only).with_columns(pl.Series(ROW, numbers, dtype=pl.Int64))
     accepted, rejected = canonicalize(rows, layout.plan, labels, source)
     if rejected.height:  # their original lines, as the batch path keeps them
+        block = b"".join(pieces)
         spans = spans or LineSpans.of(block, first, True, blanks=False)[0]  # none blank: a row per line
         at = np.searchsorted(spans.numbers, rejected["source_row"].to_numpy())
         texts = [raw(block[int(spans.starts[i]) : int(spans.stops[i])].decode()) for i in at]
         rejected = rejected.with_columns(pl.Series("raw", texts, dtype=pl.String))
-    return accepted, rejected, frame.height
+    return (accepted, rejected, frame.height), lines
 
 
-def _text_usual(block: bytes, layout: _Layout, first_batch: bool) -> bool:
-    """Whether the bytes of a block hold none of the keys :class:`_Layout` searches for, no nested value in the texts
-    of a message, and no ``conv_metadata`` given as text where it is read as text. A few keys are searched for by
-    Python, more at once by polars, in pieces."""
-    if layout.meta_text and _META_AS_TEXT.search(block):
-        return False
+def _text_usual(text: pl.Series, layout: _Layout, first_batch: bool) -> bool:
+    """Whether the text of a block (in pieces of whole lines) holds none of the escapes sought (:data:`_LONE_HIGH`),
+    none of the keys :class:`_Layout` searches for, no ``conv_metadata`` given as text where it is read as text; and,
+    when it has conversations, no key ``role`` or ``content`` but in a pair (:data:`_MESSAGE_KEYS`).
+
+    Then every such key has a string (not null, not nested) and its partner beside it: so every message, which has a
+    role (:func:`_unusual`: a key spelt as it is, since no letter is escaped), has a text, whichever of a key given
+    twice is read."""
+    escapes = "|".join([_LONE_HIGH, *([_LETTER] if layout.conversations else [])])
     keys = [*layout.column_keys, *(layout.first_batch_keys if first_batch else ())]
-    if not (layout.column_keys or layout.conversations):
-        return not any(key.encode() in block for key in keys)
-    found = "|".join([*(re.escape(key) for key in keys), *([_NESTED_IN_MESSAGE] if layout.conversations else [])])
-    return not pl.Series(_pieces(block), dtype=pl.Binary).cast(pl.String).str.contains(found).any()
-
-
-#: Bytes of the pieces a block is searched in by polars (a search in one value takes four times its size in memory).
-_PIECE_BYTES = 4 << 20
-
-
-def _pieces(block: bytes) -> list[bytes]:
-    """A block of lines in pieces of whole lines, about :data:`_PIECE_BYTES` each."""
-    pieces, start = [], 0
-    while start < len(block):
-        end = block.find(b"\n", start + _PIECE_BYTES) + 1 or len(block)
-        pieces.append(block[start:end])
-        start = end
-    return pieces
+    found = [*(re.escape(key) for key in keys)]
+    if layout.meta_text:  # a JSON text, not an object (polars renders an object as text much like it)
+        found.append(rf'"{re.escape(layout.meta_text)}"{_SPACE}:{_SPACE}"')
+    suspects = text.filter(text.str.contains("|".join([rf"\\u(?:{escapes})", *found])))
+    if suspects.len() and suspects.str.contains("|".join([rf"{_NOT_ESCAPED}\\u(?:{escapes})", *found])).any():
+        return False
+    return not layout.conversations or text.str.extract_all(_MESSAGE_KEYS).explode().drop_nulls().str.ends_with('"').all()
 
 
 def _unusual(layout: _Layout) -> pl.Expr:
     """Per row: whether it has what the batch path reads otherwise: a nested value rendered as text, or a message
-    without a role or content (in a batch of such messages only, no message is read as one)."""
+    without a role (in a batch of such messages only, no message is read as one; one without a text is found on
+    the bytes, :func:`_text_usual`)."""
     checks = [pl.col(c).str.starts_with("{") | pl.col(c).str.starts_with("[") for c in layout.text]
-    checks += [
-        pl.col(c).list.eval(pl.element().struct.field("role").is_null() | pl.element().struct.field("content").is_null()).list.any()
-        for c in layout.conversations
-    ]
+    checks += [pl.col(c).list.eval(pl.element().struct.field("role").is_null()).list.any() for c in layout.conversations]
     if layout.meta_text:
         checks.append(~_meta_counts_valid(pl.col(layout.meta_text)))
     return pl.any_horizontal(checks) if checks else pl.lit(False)
