@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import json
 import lzma
 
@@ -634,6 +635,22 @@ def test_jsonl_logs_and_arrays_are_streamed_together(tmp_path, monkeypatch):
     assert [s.rows_read for s in streamed.summaries] == [30, 20]
     _batch_path(monkeypatch)
     _assert_same(_comparable(streamed), _comparable(read_sources(paths, columns=STYLED)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=40).map(lambda line: line.replace(b"\n", b"")), max_size=30), st.booleans(), st.booleans(),
+       st.integers(1, 300), st.sampled_from([1, 7, 64, 4 << 20]))
+def test_a_jsonl_file_is_read_in_blocks_of_pieces_of_whole_lines(lines, bom, final, size, piece):
+    """Whatever the lengths of its lines (longer than a piece, or than a block), a file is read in blocks of about
+    ``size`` bytes, in pieces of whole lines: together, the file as it is, its byte-order mark dropped."""
+    data = b"\n".join(lines) + (b"\n" if final and lines else b"")
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(streamed_jsonl, "_PIECE_BYTES", piece)
+        blocks = list(streamed_jsonl._line_blocks(io.BytesIO(b"\xef\xbb\xbf" * bom + data), size))
+    assert b"".join(p for block in blocks for p in block) == data
+    pieces = [p for block in blocks for p in block]
+    assert all(pieces) and all(p.endswith(b"\n") for p in pieces[:-1])
+    assert all(sum(map(len, block)) >= size for block in blocks[:-1])
 
 
 #: Ways a JSON number may be spelt: as Python writes it, and with more digits, trailing zeros or exponents.

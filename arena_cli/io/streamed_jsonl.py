@@ -20,7 +20,7 @@ The fields and their meaning come from the file's first lines, read by the batch
 plan (:func:`plan_for`), and that the nested fields read (``conv_metadata``, conversations) are objects and lists.
 Every scalar is then read as text, as the batch path reads it; conversations, when the caller wants them, as lists
 of ``{role, content}``, else as the roles of their messages only (their texts, most of a log's bytes, are only
-checked, on the bytes: :func:`_text_usual`); ``conv_metadata``, when the caller wants its counts, as a struct of
+checked, on the bytes: :func:`_searched`); ``conv_metadata``, when the caller wants its counts, as a struct of
 them with integer leaves (a count that is no integer literal is an error, so that no row is read otherwise than the
 batch path reads it), else as text, only checked (:func:`_meta_counts_valid`). Each block is validated by
 :func:`canonicalize`, the batch path's own validation, so the battles, the rejections and their details are the
@@ -41,7 +41,7 @@ What polars (2.1) does with what a log may hold, read with an explicit schema, a
 * a key given twice: its first value, as the batch path reads it (by polars, and by Python's json module, which
   it has keep the first value too);
 * a nested value where text is read: rendered as text (``{"a": 1}``, not JSON); found by the first character of
-  the values read as text, or for the texts of messages by their keys on the bytes (:func:`_text_usual`, which also
+  the values read as text, or for the texts of messages by their keys on the bytes (:func:`_searched`, which also
   finds a message without a text, or with a null one), and the batch path reads the file;
 * a number where text is read: rendered as polars renders the number (``1.0`` as ``1``, ``1e3`` as ``1000``, in
   decimal digits however large or small), as the batch path reads it; an object where text is read: keys
@@ -176,7 +176,7 @@ class _Layout:
     that every count is valid, which :func:`_meta_counts_valid` tells from the text. Conversations the caller does
     not want are read so too, as the roles of their messages only (:data:`_ROLES`; their texts are most of a
     log's bytes): that every message has a role and a text is told from the frame and the bytes
-    (:func:`_text_usual`)."""
+    (:func:`_searched`)."""
 
     plan: Plan
     schema: dict[str, pl.DataType]
@@ -291,19 +291,32 @@ class _Format:
     raw: Callable[[str], str]
 
 
-def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes]]:
-    """A JSON-lines file in blocks of whole lines, about ``size`` bytes each, its byte-order mark dropped.
+#: Bytes of the pieces a block is in: polars reads them as one frame, but searches each on its own (a search in one
+#: value takes four times its size in memory, and is slower).
+_PIECE_BYTES = 4 << 20
 
-    The file is read into one buffer, over and over (the rest of its last line moved to its start; a larger buffer
-    for a line longer than it), so that a block costs one copy: its pieces (:func:`_pieces`)."""
-    buffer = bytearray(max(size, len(codecs.BOM_UTF8)))
+
+def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes]]:
+    """A JSON-lines file in blocks of whole lines, about ``size`` bytes each (its byte-order mark dropped), in pieces
+    of whole lines, about :data:`_PIECE_BYTES` each.
+
+    The file is read into one buffer of a piece's size, over and over (the rest of its last line moved to its start;
+    a larger buffer for a line longer than it), so that a block costs one copy: its pieces."""
+    buffer = bytearray(max(_PIECE_BYTES, len(codecs.BOM_UTF8)))
     length = fill(handle, buffer, 0)
     start = len(codecs.BOM_UTF8) if buffer.startswith(codecs.BOM_UTF8, 0, length) else 0  # no part of line 1
+    block: list[bytes] = []
+    held = 0
     while True:
         ended = length < len(buffer)
         cut = length if ended else buffer.rfind(b"\n", start, length) + 1
         if cut > start:
-            yield _pieces(buffer, start, cut)
+            with memoryview(buffer) as view:
+                block.append(bytes(view[start:cut]))
+            held += cut - start
+        if block and (held >= size or ended):
+            yield block
+            block, held = [], 0
         if ended:
             return
         if cut:  # the rest of the last line to the buffer's start
@@ -317,20 +330,15 @@ def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes]]:
 def _array_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes] | None]:
     """A JSON array in blocks of JSON lines of its records (:func:`~arena_cli.io.array_lines.array_lines`)."""
     for block in array_lines(handle, size):
-        yield None if block is None else _pieces(block, 0, len(block))
+        yield None if block is None else _pieces(block)
 
 
-#: Bytes of the pieces a block is cut into: polars reads them as one frame, but searches each on its own (a search
-#: in one value takes four times its size in memory, and is slower).
-_PIECE_BYTES = 4 << 20
-
-
-def _pieces(data: bytes | bytearray, start: int, stop: int) -> list[bytes]:
-    """The lines of ``data[start:stop]`` in pieces of whole lines, about :data:`_PIECE_BYTES` each."""
-    pieces = []
-    with memoryview(data) as view:
-        while start < stop:
-            end = data.find(b"\n", start + _PIECE_BYTES, stop) + 1 or stop
+def _pieces(block: bytes) -> list[bytes]:
+    """A block of lines in pieces of whole lines, about :data:`_PIECE_BYTES` each."""
+    pieces, start = [], 0
+    with memoryview(block) as view:
+        while start < len(block):
+            end = block.find(b"\n", start + _PIECE_BYTES) + 1 or len(block)
             pieces.append(bytes(view[start:end]))
             start = end
     return pieces
@@ -375,14 +383,18 @@ def _read_block(
     docstring). ``first_batch``: whether some of its lines may be in the batch path's first batch; ``raw``: the text
     a rejected line is quarantined with."""
     try:
+        text = pl.Series(pieces, dtype=pl.Binary).cast(pl.String)  # not UTF-8: polars could not read the block either
         sources: list[IO[bytes]] = [io.BytesIO(piece) for piece in pieces]
-        frame = pl.read_ndjson(sources, schema=layout.schema)
-        text = pl.Series(pieces, dtype=pl.Binary).cast(pl.String)  # UTF-8, since polars read it
+        # read and searched at once, on polars' threads
+        frame, searched = pl.collect_all([pl.scan_ndjson(sources, schema=layout.schema), _searched(text, layout, first_batch)])
     except (Exception, pl.exceptions.PanicException):
         return None
-    if frame.select(_unusual(layout).any()).item() or not _text_usual(text, layout, first_batch):
+    found, paired, newlines = searched.row(0)
+    if found and text.str.contains(_sought(layout, first_batch, _NOT_ESCAPED)).any() or not paired:
         return None
-    lines = text.str.count_matches("\n", literal=True).sum() + (not pieces[-1].endswith(b"\n"))
+    if frame.select(_unusual(layout).any()).item():
+        return None
+    lines = newlines + (not pieces[-1].endswith(b"\n"))
     spans = None
     if frame.height == lines:
         numbers = np.arange(first, first + lines, dtype=np.int64)
@@ -402,29 +414,34 @@ def _read_block(
     return (accepted, rejected, frame.height), lines
 
 
-def _text_usual(text: pl.Series, layout: _Layout, first_batch: bool) -> bool:
-    """Whether the text of a block (in pieces of whole lines) holds none of the escapes sought (:data:`_LONE_HIGH`),
-    none of the keys :class:`_Layout` searches for, no ``conv_metadata`` given as text where it is read as text; and,
-    when it has conversations, no key ``role`` or ``content`` but in a pair (:data:`_MESSAGE_KEYS`).
+def _searched(text: pl.Series, layout: _Layout, first_batch: bool) -> pl.LazyFrame:
+    """What the text of a block (in pieces of whole lines) is searched for: whether it may hold what the batch path
+    reads otherwise (:func:`_sought`: any ``\\u`` taken for an escape); whether, when the block has conversations,
+    every key ``role`` or ``content`` in it is in a pair (:data:`_MESSAGE_KEYS`); and its line ends.
 
-    Then every such key has a string (not null, not nested) and its partner beside it: so every message, which has a
-    role (:func:`_unusual`: a key spelt as it is, since no letter is escaped), has a text, whichever of a key given
-    twice is read."""
+    When every such key is in a pair, each has a string (not null, not nested) and its partner beside it: so every
+    message, which has a role (:func:`_unusual`: a key spelt as it is, since no letter is escaped), has a text,
+    whichever of a key given twice is read."""
+    search = pl.col("text")
+    paired = search.str.extract_all(_MESSAGE_KEYS).explode().drop_nulls().str.ends_with('"').all() if layout.conversations else pl.lit(True)
+    found = search.str.contains(_sought(layout, first_batch, "")).any()
+    return pl.LazyFrame({"text": text}).select(found.alias("found"), paired.alias("paired"), search.str.count_matches("\n", literal=True).sum())
+
+
+def _sought(layout: _Layout, first_batch: bool, before: str) -> str:
+    """The pattern of what a block must not hold: the escapes sought (:data:`_LONE_HIGH`, and :data:`_LETTER` where
+    conversations are read), ``before`` their ``\\u`` (see :data:`_NOT_ESCAPED`); the keys :class:`_Layout` searches
+    for; a ``conv_metadata`` given as text where it is read as text (polars renders an object as text much like it)."""
     escapes = "|".join([_LONE_HIGH, *([_LETTER] if layout.conversations else [])])
     keys = [*layout.column_keys, *(layout.first_batch_keys if first_batch else ())]
-    found = [*(re.escape(key) for key in keys)]
-    if layout.meta_text:  # a JSON text, not an object (polars renders an object as text much like it)
-        found.append(rf'"{re.escape(layout.meta_text)}"{_SPACE}:{_SPACE}"')
-    suspects = text.filter(text.str.contains("|".join([rf"\\u(?:{escapes})", *found])))
-    if suspects.len() and suspects.str.contains("|".join([rf"{_NOT_ESCAPED}\\u(?:{escapes})", *found])).any():
-        return False
-    return not layout.conversations or text.str.extract_all(_MESSAGE_KEYS).explode().drop_nulls().str.ends_with('"').all()
+    meta = [rf'"{re.escape(layout.meta_text)}"{_SPACE}:{_SPACE}"'] if layout.meta_text else []
+    return "|".join([rf"{before}\\u(?:{escapes})", *(re.escape(key) for key in keys), *meta])
 
 
 def _unusual(layout: _Layout) -> pl.Expr:
     """Per row: whether it has what the batch path reads otherwise: a nested value rendered as text, or a message
     without a role (in a batch of such messages only, no message is read as one; one without a text is found on
-    the bytes, :func:`_text_usual`)."""
+    the bytes, :func:`_searched`)."""
     checks = [pl.col(c).str.starts_with("{") | pl.col(c).str.starts_with("[") for c in layout.text]
     checks += [pl.col(c).list.eval(pl.element().struct.field("role").is_null()).list.any() for c in layout.conversations]
     if layout.meta_text:
