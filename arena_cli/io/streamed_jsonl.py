@@ -94,7 +94,7 @@ _STRING = r'"(?:[^"\\]|\\.)*"'
 #: (where conversations are read) a lower-case letter, which JSON writers never escape (``\u0072``, ``r``), since
 #: the keys of messages are sought as they are spelt without (:data:`_MESSAGE_KEYS`).
 _LONE_HIGH = r"[dD][89abAB][0-9a-fA-F]{2}(?:[^\\]|\\[^u]|\\u[^dD]|\\u[dD][^c-fC-F])"
-_LETTER = r"00[67][0-9a-fA-F]"
+_LETTER = r"00(?:6[1-9a-fA-F]|7[0-9aA])"
 #: What comes before an escape's ``\u`` (a string's quote at least), so that a ``\u`` after an escaped backslash
 #: is none: searched for only where a ``\u`` alone is found (a pattern that starts with a literal is searched
 #: for much faster).
@@ -382,18 +382,10 @@ def _read_block(
     lines it holds (blank ones too); None when it cannot be read exactly as the batch path reads it (see the module's
     docstring). ``first_batch``: whether some of its lines may be in the batch path's first batch; ``raw``: the text
     a rejected line is quarantined with."""
-    try:
-        text = pl.Series(pieces, dtype=pl.Binary).cast(pl.String)  # not UTF-8: polars could not read the block either
-        sources: list[IO[bytes]] = [io.BytesIO(piece) for piece in pieces]
-        # read and searched at once, on polars' threads
-        frame, searched = pl.collect_all([pl.scan_ndjson(sources, schema=layout.schema), _searched(text, layout, first_batch)])
-    except (Exception, pl.exceptions.PanicException):
+    read = _read(pieces, layout, first_batch)
+    if read is None:
         return None
-    found, paired, newlines = searched.row(0)
-    if found and text.str.contains(_sought(layout, first_batch, _NOT_ESCAPED)).any() or not paired:
-        return None
-    if frame.select(_unusual(layout).any()).item():
-        return None
+    frame, newlines = read
     lines = newlines + (not pieces[-1].endswith(b"\n"))
     spans = None
     if frame.height == lines:
@@ -412,6 +404,22 @@ def _read_block(
         texts = [raw(block[int(spans.starts[i]) : int(spans.stops[i])].decode()) for i in at]
         rejected = rejected.with_columns(pl.Series("raw", texts, dtype=pl.String))
     return (accepted, rejected, frame.height), lines
+
+
+def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> tuple[pl.DataFrame, int] | None:
+    """The lines of a block (in pieces) read with the layout's schema, and the line ends it holds; None when it may
+    hold anything read otherwise than the batch path reads it (see the module's docstring)."""
+    try:
+        text = pl.Series(pieces, dtype=pl.Binary).cast(pl.String)  # not UTF-8: polars could not read the block either
+        sources: list[IO[bytes]] = [io.BytesIO(piece) for piece in pieces]
+        # read and searched at once, on polars' threads
+        frame, searched = pl.collect_all([pl.scan_ndjson(sources, schema=layout.schema), _searched(text, layout, first_batch)])
+    except (Exception, pl.exceptions.PanicException):
+        return None
+    found, paired, newlines = searched.row(0)
+    if found and text.str.contains(_sought(layout, first_batch, _NOT_ESCAPED)).any() or not paired:
+        return None
+    return None if frame.select(_unusual(layout).any()).item() else (frame, newlines)
 
 
 def _searched(text: pl.Series, layout: _Layout, first_batch: bool) -> pl.LazyFrame:
