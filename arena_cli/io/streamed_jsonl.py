@@ -315,8 +315,8 @@ def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes]]:
                 block.append(bytes(view[start:cut]))
             held += cut - start
         if block and (held >= size or ended):
-            yield block
-            block, held = [], 0
+            given, block, held = [block], [], 0
+            yield given.pop()  # this frame keeps no reference to a block while it is read
         if ended:
             return
         if cut:  # the rest of the last line to the buffer's start
@@ -329,12 +329,14 @@ def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes]]:
 
 def _array_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes] | None]:
     """A JSON array in blocks of JSON lines of its records (:func:`~arena_cli.io.array_lines.array_lines`)."""
-    for block in array_lines(handle, size):
-        yield None if block is None else _pieces(block)
+    return map(_pieces, array_lines(handle, size))  # (a generator would hold the last block while it is read)
 
 
-def _pieces(block: bytes) -> list[bytes]:
-    """A block of lines in pieces of whole lines, about :data:`_PIECE_BYTES` each."""
+def _pieces(block: bytes | None) -> list[bytes] | None:
+    """A block of lines in pieces of whole lines, about :data:`_PIECE_BYTES` each (None: no block, the file is read
+    by the batch path)."""
+    if block is None:
+        return None
     pieces, start = [], 0
     with memoryview(block) as view:
         while start < len(block):
@@ -369,10 +371,11 @@ def _blocks(path: Path, form: _Format, layout: _Layout, options: InputOptions, l
                 yield None
                 return
             block, lines = read
-            yield block
             if first_batch:
                 counted += form.counted(pieces, block[2] != lines)
             first, rows = first + lines, rows + block[2]
+            del pieces  # not held while the block's battles are used
+            yield block
 
 
 def _read_block(
