@@ -315,8 +315,8 @@ def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes]]:
                 block.append(bytes(view[start:cut]))
             held += cut - start
         if block and (held >= size or ended):
-            given, block, held = [block], [], 0
-            yield given.pop()  # this frame keeps no reference to a block while it is read
+            yield block
+            block, held = [], 0
         if ended:
             return
         if cut:  # the rest of the last line to the buffer's start
@@ -329,7 +329,7 @@ def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes]]:
 
 def _array_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes] | None]:
     """A JSON array in blocks of JSON lines of its records (:func:`~arena_cli.io.array_lines.array_lines`)."""
-    return map(_pieces, array_lines(handle, size))  # (a generator would hold the last block while it is read)
+    return map(_pieces, array_lines(handle, size))  # (a generator would hold each block, with its pieces, while they are read)
 
 
 def _pieces(block: bytes | None) -> list[bytes] | None:
@@ -371,11 +371,10 @@ def _blocks(path: Path, form: _Format, layout: _Layout, options: InputOptions, l
                 yield None
                 return
             block, lines = read
+            yield block
             if first_batch:
                 counted += form.counted(pieces, block[2] != lines)
             first, rows = first + lines, rows + block[2]
-            del pieces  # not held while the block's battles are used
-            yield block
 
 
 def _read_block(
