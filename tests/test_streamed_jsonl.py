@@ -449,6 +449,7 @@ def test_conversations_are_read_as_the_batch_path_reads_them(tmp_path, monkeypat
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@example([USUAL_LINE, _with_conversation(json.dumps([{"role": "user", "content": "\x7f \\u0063 \\ud83d \U0001f600"}]))], PLAIN, 4 << 20)
 @given(conversation_lines(8, usual=True), st.sampled_from([PLAIN, STYLED]), st.sampled_from([1, 300, 4 << 20]))
 def test_conversations_as_logs_write_them_are_streamed(tmp_path, monkeypatch, lines, columns, piece):
     """Messages with a role and a text (either first; texts that look like JSON keys or hold escapes): the streamed
