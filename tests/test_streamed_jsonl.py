@@ -644,11 +644,11 @@ def test_jsonl_logs_and_arrays_are_streamed_together(tmp_path, monkeypatch):
 def test_a_jsonl_file_is_read_in_blocks_of_pieces_of_whole_lines(lines, bom, final, size, piece):
     """Whatever the lengths of its lines (longer than a piece, or than a block), a file is read in blocks of about
     ``size`` bytes, in pieces of whole lines: together, the file as it is, its byte-order mark dropped."""
-    data = b"\n".join(lines) + (b"\n" if final and lines else b"")
+    data = b"\xef\xbb\xbf" * bom + b"\n".join(lines) + (b"\n" if final and lines else b"")
     with pytest.MonkeyPatch.context() as patched:
         patched.setattr(streamed_jsonl, "_PIECE_BYTES", piece)
-        blocks = list(streamed_jsonl._line_blocks(io.BytesIO(b"\xef\xbb\xbf" * bom + data), size))
-    assert b"".join(p for block in blocks for p in block) == data
+        blocks = list(streamed_jsonl._line_blocks(io.BytesIO(data), size))
+    assert b"".join(p for block in blocks for p in block) == data.removeprefix(b"\xef\xbb\xbf")
     pieces = [p for block in blocks for p in block]
     assert all(pieces) and all(p.endswith(b"\n") for p in pieces[:-1])
     assert all(sum(map(len, block)) >= size for block in blocks[:-1])
