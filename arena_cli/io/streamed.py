@@ -10,6 +10,7 @@ mapped by ``map_batch`` (so only the mapped values are held for the whole file);
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,10 +55,20 @@ def read_streamed(
     return IngestResult(pl.concat(battles, how="diagonal_relaxed"), pl.concat(quarantine), summaries)
 
 
-#: Rows per slice: a file is read a slice of rows at a time, each slice whole in memory (about 0.3 GB at 1M rows
-#: for a style fit of LMArena's nested parquet), so that memory is bounded by the slice and every check and map
-#: of a slice shares one read of it (as queries of their own, each would read the file again).
+#: Rows per slice, at most: a file is read a slice of rows at a time, each slice whole in memory (about 0.3 GB at
+#: 1M rows for a style fit of LMArena's nested parquet), so that memory is bounded by the slice and every check
+#: and map of a slice shares one read of it (as queries of their own, each would read the file again).
 SLICE_ROWS = 1_000_000
+#: A file is cut into this many slices at least, of ``MIN_SLICE_ROWS`` rows at least: the next slice is read
+#: while one is checked and mapped (decoding a struct such as ``conv_metadata`` keeps about one core busy, and
+#: checking and mapping a slice the other), so a file of a few slices spends less time waiting than one of one.
+SLICES = 4
+MIN_SLICE_ROWS = 100_000
+
+
+def slice_rows(rows: int) -> int:
+    """The rows of each slice of a file of ``rows`` rows (see :data:`SLICES`)."""
+    return max(1, min(SLICE_ROWS, max(MIN_SLICE_ROWS, -(-rows // SLICES))))
 
 
 @dataclass(frozen=True)
@@ -78,12 +89,21 @@ def _read_file(
     normalise): the batch path reads such files."""
     scan = scan_parquet(path).select(lean.columns)
     rows = _collect(scan.select(pl.len()), path).item()
+    size = slice_rows(rows)
+    starts = range(0, max(rows, 1), size)
     slices: list[_Slice] = []
-    for start in range(0, max(rows, 1), SLICE_ROWS):
-        found = _read_slice(_collect(scan.slice(start, SLICE_ROWS), path), start, path, lean, labels, columns, map_batch)
-        if found is None:
-            return None
-        slices.append(found)
+    with ThreadPoolExecutor(1) as reader:  # reads the next slice while this one is checked (polars lets go of the GIL)
+        ahead = reader.submit(_collect, scan.slice(starts[0], size), path)
+        for number, start in enumerate(starts):
+            frame = ahead.result()
+            if number + 1 < len(starts):
+                ahead = reader.submit(_collect, scan.slice(starts[number + 1], size), path)
+            found = _read_slice(frame, start, path, lean, labels, columns, map_batch)
+            del frame
+            if found is None:
+                ahead.cancel()
+                return None
+            slices.append(found)
     ids = pl.concat([found.ids for found in slices])
     taken = pl.concat([found.battles for found in slices], how="diagonal_relaxed", rechunk=False)
     return rows, ids, taken, pl.concat([empty_quarantine(), *(found.rejected for found in slices)])
@@ -135,7 +155,7 @@ def _typed_fields(lean: LeanParquet) -> tuple[dict[str, pl.Expr], list[Check]]:
     checks; none for counts the footer shows in range (no row can fail them, and checking them costs a pass over
     the struct)."""
     fields, checks = field_exprs(lean.schema, lean.plan.columns, lean.plan.extras)
-    meta, meta_checks = typed_meta(lean.schema, lean.plan.columns)
+    meta, meta_checks = typed_meta(lean.schema, lean.plan.columns, lean.counts_in_range)
     return {**fields, **meta}, [*checks, *([] if lean.counts_in_range else meta_checks)]
 
 
