@@ -113,23 +113,38 @@ def _read_slice(
     frame: pl.DataFrame, start: int, path: Path, lean: LeanParquet, labels: dict[str, str], columns: Sequence[str],
     map_batch: Callable[[Frame], Frame],
 ) -> _Slice | None:
-    """One slice of a file's rows (``start`` the first's place), checked and mapped; None as for :func:`_read_file`."""
+    """One slice of a file's rows (``start`` the first's place), checked and mapped; None as for :func:`_read_file`.
+
+    The checks, the ids and the mapped battles are independent queries of the slice, collected together (polars
+    runs them side by side): the battles are mapped as if every row were taken as it is, and again, from the rows
+    that are, when some are not (rows to reject are few, and in few logs)."""
+    col = lean.plan.columns
+    rows = frame.lazy()
+    names = rows.select(pl.concat([pl.col(col["model_a"]).unique(), pl.col(col["model_b"]).unique()]).unique().alias("name"))
+    as_is = rows.select(_as_is(lean, labels).alias("as_is"))
+    distinct, taken, ids, battles = _collect_all([names, as_is, *_taken(rows, lean, labels, columns, map_batch)], path)
+    if changed_values(distinct, "name", parse_text("name", pl.String())) is not None:
+        return None
+    if taken["as_is"].all():
+        return _Slice(ids, battles, empty_quarantine())
+    kept = taken["as_is"]
+    others = frame.with_row_index(ROW, offset=start + 1).filter(~kept).with_columns(pl.col(ROW).cast(pl.Int64))
+    accepted, rejected = canonicalize(others, lean.plan, labels, str(path))
+    if accepted.height:
+        return None
+    ids, battles = _collect_all(_taken(frame.lazy().filter(kept), lean, labels, columns, map_batch), path)
+    return _Slice(ids, battles, rejected)
+
+
+def _taken(
+    rows: pl.LazyFrame, lean: LeanParquet, labels: dict[str, str], columns: Sequence[str], map_batch: Callable[[Frame], Frame]
+) -> list[pl.LazyFrame]:
+    """The ids (see :class:`_Slice`) and the mapped canonical battles of rows taken as they are, as queries."""
     schema, plan = lean.schema, lean.plan
     col = plan.columns
-    names = frame.select(pl.concat([pl.col(col["model_a"]).unique(), pl.col(col["model_b"]).unique()]).unique().alias("name"))
-    if changed_values(names, "name", parse_text("name", pl.String())) is not None:
-        return None
-    as_is = frame.select(_as_is(lean, labels)).to_series()
-    rejected = empty_quarantine()
-    if not as_is.all():
-        others = frame.with_row_index(ROW, offset=start + 1).filter(~as_is).with_columns(pl.col(ROW).cast(pl.Int64))
-        accepted, rejected = canonicalize(others, plan, labels, str(path))
-        if accepted.height:
-            return None
-        frame = frame.filter(as_is)
     fields, _ = _typed_fields(lean)
     battle_id = id_expr(schema, col)
-    canonical = frame.lazy().select(
+    canonical = rows.select(
         pl.col(col["model_a"]).alias("model_a"),
         pl.col(col["model_b"]).alias("model_b"),
         lookup(pl.col(col["outcome"]), labels, None, pl.String()).alias("outcome"),  # every label is a known one as it is
@@ -137,10 +152,17 @@ def _read_slice(
         *[e.alias(k) for k, e in extra_exprs(schema, plan).items()],
         battle_id.alias("battle_id"),
     )
-    ids = frame.select(battle_id.alias("id")).select(
+    ids = rows.select(battle_id.alias("id")).select(
         pl.when(pl.col("id").is_not_null()).then(pl.col("id").hash()).alias("hash"), pl.col("id").str.starts_with(CONTENT_ID).alias("content")
     )
-    return _Slice(ids, _collect(map_batch(select_wanted(conform(canonical), columns, plan)).lazy(), path), rejected)
+    return [ids, map_batch(select_wanted(conform(canonical), columns, plan)).lazy()]
+
+
+def _collect_all(queries: list[pl.LazyFrame], path: Path) -> list[pl.DataFrame]:
+    try:
+        return pl.collect_all(queries)
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as error:
+        raise corrupt_parquet(path, error) from None
 
 
 def _collect(query: pl.LazyFrame, path: Path) -> pl.DataFrame:
