@@ -80,7 +80,7 @@ def test_lines_keep_the_records_bytes_but_line_ends():
     b'[{"a": "x\ny"}]', b'[{"a": "x\ry"}]', b'[{"a": "x\ty"}]', b'[{"a": "\x00"}]', b'[{"a": "\x1f"}]',  # raw control characters in strings
     b"[{}\x0c]", b"\x0b[{}]", b"[{}]\x00",  # control characters that are no white space
     b'[{"a": "x\\"}]', b'[{"a": "\\\\\\"}]',  # a string escaped to its end
-    b'[{"a": ' + b"[" * (module.DEEPEST + 1) + b"]" * (module.DEEPEST + 1) + b"}]",  # nested too deeply
+    b'[{"a": ' + b"[" * module.DEEPEST + b"]" * module.DEEPEST + b"}]",  # a record nested too deeply
 ])
 def test_what_is_no_array_of_objects_read_alike_is_said(data):
     """Each gives None, at once or after the lines before it, with blocks of any size."""
@@ -90,7 +90,8 @@ def test_what_is_no_array_of_objects_read_alike_is_said(data):
 
 
 def test_nesting_up_to_the_limit_is_split():
-    deep = {"a": json.loads("[" * (module.DEEPEST - 2) + "]" * (module.DEEPEST - 2))}
+    """A record nested as deeply as may be (the array's own bracket not counted)."""
+    deep = {"a": json.loads("[" * (module.DEEPEST - 1) + "]" * (module.DEEPEST - 1))}
     assert _records(_split(json.dumps([deep, deep]).encode())) == [deep, deep]
 
 

@@ -72,6 +72,7 @@ from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMN
 from arena_cli.io.dialects import ARENA_COLUMNS, Plan, container_for, plan_for
 from arena_cli.io.fields import meta_dtype
 from arena_cli.io.files import opened
+from arena_cli.io.json_bytes import DEEPEST, nesting
 from arena_cli.io.judged import JudgeLog
 from arena_cli.io.lean import VALIDATED, LeanIds, lean_plan, select_wanted
 from arena_cli.io.options import InputOptions
@@ -262,8 +263,10 @@ class _Format:
     raw: Callable[[str], str]
 
 
-def _line_blocks(handle: IO[bytes], size: int) -> Iterator[bytes]:
-    """A JSON-lines file in blocks of whole lines, about ``size`` bytes each, its byte-order mark dropped."""
+def _line_blocks(handle: IO[bytes], size: int) -> Iterator[bytes | None]:
+    """A JSON-lines file in blocks of whole lines, about ``size`` bytes each, its byte-order mark dropped; None, and no
+    more, at a line nested deeper than :data:`~arena_cli.io.json_bytes.DEEPEST`, which the batch path quarantines
+    (polars reads it, up to 1,024 levels)."""
     size = max(size, len(codecs.BOM_UTF8))
     rest, ended, begun = b"", False, False
     while not ended:
@@ -277,6 +280,9 @@ def _line_blocks(handle: IO[bytes], size: int) -> Iterator[bytes]:
             continue
         block, rest = (b"".join((rest, memoryview(piece)[:cut])) if rest or cut < len(piece) else piece), piece[cut:]
         del piece
+        if block and nesting(block, DEEPEST).max() > DEEPEST:
+            yield None
+            return
         if block:
             yield block
 
