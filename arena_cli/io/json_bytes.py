@@ -42,20 +42,30 @@ def marks(text: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         piece = text[at : at + SCAN_BYTES]
         folded = piece | 0x20  # [ and ] as { and }
         marked = np.flatnonzero((folded == _LBRACE) | (folded == _RBRACE) | (piece < CONTROL))
-        # the quotes from the piece's start to its first mark, from each mark to the next, from the last to the end
-        counts = np.cumsum(np.add.reduceat((piece == _QUOTE).view(np.uint8), np.concatenate(([0], marked)), dtype=np.uint32), dtype=np.int64)
+        before, all_quotes = _quotes_before(piece, marked)
         found.append(marked + at)
-        quotes.append(counts[:-1] + total)
-        total += int(counts[-1])
+        quotes.append(before + total)
+        total += all_quotes
     return np.concatenate(found), np.concatenate(quotes)
 
 
-def escaped_quotes(text: np.ndarray) -> np.ndarray:
-    """Where the escaped quotes of ``text`` are: right after a run of backslashes of odd length."""
-    backslashes = positions(text, lambda piece: piece == _BACKSLASH)
+def _quotes_before(piece: np.ndarray, found: np.ndarray) -> tuple[np.ndarray, int]:
+    """How many quotes (escaped or not) are before each of ``found`` in ``piece``, and in all: counted from the
+    piece's start to the first, from each to the next and from the last to the end, not found one by one."""
+    counts = np.cumsum(np.add.reduceat((piece == _QUOTE).view(np.uint8), np.concatenate(([0], found)), dtype=np.uint32), dtype=np.int64)
+    return counts[:-1], int(counts[-1])
+
+
+def escaped_quotes(text: np.ndarray, backslashes: np.ndarray | None = None, carried: bool = False) -> np.ndarray:
+    """Where the escaped quotes of ``text`` are: right after a run of backslashes of odd length (``backslashes``:
+    where they are, when known; ``carried``: whether the text before ``text`` ended in such a run)."""
+    if backslashes is None:
+        backslashes = positions(text, lambda piece: piece == _BACKSLASH)
     after = backslashes[backslashes + 1 < len(text)] + 1
     quotes = after[text[after] == _QUOTE]
-    return quotes[_escaped(quotes, backslashes)]
+    if carried and len(text) and text[0] == _QUOTE:
+        quotes = np.concatenate(([0], quotes))
+    return quotes[_escaped(quotes, backslashes, carried)]
 
 
 def _escaped(quotes: np.ndarray, backslashes: np.ndarray, carried: bool = False) -> np.ndarray:
@@ -165,9 +175,7 @@ class Brackets:
         if not len(piece):
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64)
         backslashes = np.flatnonzero(piece == _BACKSLASH)
-        after = backslashes[backslashes + 1 < len(piece)] + 1
-        escaped = np.concatenate(([0] if self.escape and piece[0] == _QUOTE else [], after[piece[after] == _QUOTE])).astype(np.int64)
-        escaped = escaped[_escaped(escaped, backslashes, self.escape)]
+        escaped = escaped_quotes(piece, backslashes, self.escape)
         folded = piece | 0x20  # [ and ] as { and }
         marked = folded == _LBRACE
         marked |= folded == _RBRACE
@@ -175,10 +183,8 @@ class Brackets:
             marked |= piece == _NEWLINE
         found = np.flatnonzero(marked)
         kinds = piece[found]
-        # the quotes from the piece's start to its first mark, from each mark to the next, from the last to the end
-        counts = np.cumsum(np.add.reduceat((piece == _QUOTE).view(np.uint8), np.concatenate(([0], found)), dtype=np.uint32), dtype=np.int64)
-        before = counts[:-1] - np.searchsorted(escaped, found)  # those not escaped, before each mark
-        quotes = int(counts[-1]) - len(escaped)
+        before, quotes = _quotes_before(piece, found)
+        before, quotes = before - np.searchsorted(escaped, found), quotes - len(escaped)  # those not escaped
         ended = kinds == _NEWLINE
         line = np.cumsum(ended) - ended  # the line of each mark, in the piece
         inside = (before + np.concatenate(([int(self.inside)], -before[ended]))[line]) % 2 == 1

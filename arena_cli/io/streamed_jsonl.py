@@ -28,9 +28,12 @@ rejected line is taken from the block.
 What polars (2.1) does with what a log may hold, read with an explicit schema, and what is done about it:
 
 * a line that is not a JSON object (malformed, an array, ``NaN``, ``1e999``, two objects, nesting deeper than
-  about a thousand, a raw control character), bytes that are not UTF-8, a lone low surrogate escape, or a high
+  1,024 levels, a raw control character), bytes that are not UTF-8, a lone low surrogate escape, or a high
   one followed by another escape: an error, even in a field not read; then the batch path reads the file
   (:attr:`ReadPath.LEAN`), and quarantines the line as it always did;
+* a line nested deeper than :data:`~arena_cli.io.json_bytes.DEEPEST` (512) levels, but not 1,024: read, even in a
+  field not read; found here on the bytes of each block (:func:`_line_blocks`), and the batch path reads the file
+  (and quarantines the line);
 * a lone high surrogate escape followed by anything but an escape (``"\\ud800x"``): read as a NUL character,
   without an error, even by the batch path's polars read; found here on the bytes (:data:`_LONE_HIGH`), and the
   batch path reads the file;
