@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import tracemalloc
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -93,6 +94,24 @@ def test_nesting_up_to_the_limit_is_split():
     """A record nested as deeply as may be (the array's own bracket not counted)."""
     deep = {"a": json.loads("[" * (module.DEEPEST - 1) + "]" * (module.DEEPEST - 1))}
     assert _records(_split(json.dumps([deep, deep]).encode())) == [deep, deep]
+
+
+def test_brackets_packed_densely_but_not_too_deep_are_split():
+    records = [{"x": [[]] * 5000, "y": "[" * 1000}, {"x": [{}] * 3000}]
+    assert _records(_split(json.dumps(records).encode(), 4096)) == records
+
+
+def test_a_record_of_brackets_nested_too_deeply_is_refused_in_little_memory():
+    """Its brackets are not all kept as positions (sixteen bytes each, and more once read): the block is first
+    checked for nesting a piece at a time."""
+    data = b'[{"a": ' + b"[" * 4_000_000 + b"]" * 4_000_000 + b"}]"
+    tracemalloc.start()
+    try:
+        assert _split(data, 1 << 23)[-1:] == [None]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 12 * len(data)
 
 
 def test_a_long_run_of_backslashes_is_counted_whole():

@@ -187,22 +187,26 @@ ALPHABET = b'[]{}"\\\\\n a'
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.binary(max_size=80).map(lambda data: bytes(ALPHABET[byte % len(ALPHABET)] for byte in data)), st.integers(1, 9), st.integers(0, 3))
-def test_nesting_is_exact_for_lines_past_the_floor_however_the_bytes_are_cut(block, piece, floor):
+@given(st.binary(max_size=80).map(lambda data: bytes(ALPHABET[byte % len(ALPHABET)] for byte in data)), st.integers(1, 9), st.integers(0, 3),
+       st.integers(1, 6))
+def test_nesting_is_exact_for_lines_past_the_floor_however_the_bytes_are_cut(block, piece, floor, deepest):
+    """Up to the limit (here ``deepest``, a line nested deeper given as one level more, however much deeper)."""
     with pytest.MonkeyPatch.context() as patched:
         patched.setattr(json_bytes, "SCAN_BYTES", piece)
+        patched.setattr(json_bytes, "DEEPEST", deepest)
         found = nesting(block, floor)
-    expected = np.array(reference_depths(block))
+    expected = np.minimum(reference_depths(block), deepest + 1)
     counts = np.array([line.count(b"[") + line.count(b"{") for line in block.split(b"\n")])
     past = counts > floor
     assert np.array_equal(found[past], expected[past])
     assert np.array_equal(found[~past], counts[~past]) and (found[~past] <= floor).all()
 
 
-def test_nesting_of_a_long_line_takes_memory_for_a_piece_only():
-    """A line of millions of brackets, scanned a piece at a time (its copy, as positions, would take gigabytes)."""
-    block = b'{"a": 1}\n' + b"[" * 3_000_000 + b'"]' + b"]" * 3_000_000 + b"\n"
-    assert nesting(block, DEEPEST).tolist() == [1, 3_000_000, 0]
+def test_a_long_line_is_scanned_a_piece_at_a_time_and_no_further_than_it_must():
+    """A line of millions of brackets (its marks as positions would take gigabytes, and seconds to scan), and the
+    lines after it."""
+    block = b'{"a": 1}\n' + b"[" * 3_000_000 + b'"]' + b"]" * 3_000_000 + b'\n{"b": [[]], "c": "[[[["}'
+    assert nesting(block, 0).tolist() == [1, DEEPEST + 1, 3]
 
 
 def test_brackets_carry_what_a_piece_leaves_open():

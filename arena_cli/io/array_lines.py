@@ -27,7 +27,7 @@ from typing import IO
 
 import numpy as np
 
-from arena_cli.io.json_bytes import CONTROL, DEEPEST, STEP, escaped_quotes, marks
+from arena_cli.io.json_bytes import CONTROL, DEEPEST, STEP, deeper, escaped_quotes, marks
 
 _TAB, _NEWLINE, _SPACE = b"\t\n "
 _LBRACKET, _RBRACKET, _LBRACE, _RBRACE, _COMMA = b"[]{},"
@@ -40,6 +40,10 @@ _TOP_DEPTH = np.full(256, -1, dtype=np.int64)
 _TOP_DEPTH[[_LBRACKET, _LBRACE, _RBRACE, _RBRACKET]] = [0, 1, 2, 1]
 _FOLLOWS = np.array([first << 8 | then for first, then in (b"[{", b"[]", b"{}", b"}{", b"}]")])
 _WHITE = re.compile(rb"[ \t\n\r]*")
+#: Bytes of a block for each bracket, brace or control byte it may hold before it is first checked, a piece at a
+#: time, for nesting too deep: each takes some thirty bytes here (a record of nothing but brackets, nested too deeply,
+#: would take thirty times its size).
+_BYTES_A_MARK = 8
 
 
 def array_lines(handle: IO[bytes], size: int) -> Iterator[bytes | None]:
@@ -101,7 +105,11 @@ def _split(buffer: bytearray, length: int, begun: bool) -> tuple[int, bool, bool
     whether the array ends there. None when the block shows the file is not read here. ``begun``: whether the block
     starts after the array's ``[`` and a comma (else at the file's start)."""
     text = np.frombuffer(buffer, dtype=np.uint8, count=length)
-    found, quotes = marks(text)
+    # brackets packed densely (in a record nested too deeply, or not) are first checked for nesting, the array's own counted
+    marked = marks(text, length // _BYTES_A_MARK) or (None if deeper(text, DEEPEST + 1, int(begun)) else marks(text))
+    if marked is None:
+        return None
+    found, quotes = marked
     inside = (quotes - np.searchsorted(escaped_quotes(text), found)) % 2 == 1
     kinds = text[found]
     controls = kinds < CONTROL

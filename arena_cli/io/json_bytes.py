@@ -34,9 +34,11 @@ def positions(text: np.ndarray, found: Callable[[np.ndarray], np.ndarray]) -> np
                           or [np.zeros(0, dtype=np.int64)])
 
 
-def marks(text: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def marks(text: np.ndarray, most: int | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """Where the brackets, braces and control bytes of ``text`` are, and how many quotes (escaped or not) are
-    before each: a piece at a time, the quotes counted between the marks, not found one by one."""
+    before each: a piece at a time, the quotes counted between the marks, not found one by one. None as soon as
+    more than ``most`` are found (their positions take sixteen bytes each: a text of brackets, thirty times its
+    size and more once read)."""
     found, quotes, total = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], 0
     for at in range(0, len(text), SCAN_BYTES):
         piece = text[at : at + SCAN_BYTES]
@@ -46,6 +48,8 @@ def marks(text: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         found.append(marked + at)
         quotes.append(before + total)
         total += all_quotes
+        if most is not None and (most := most - len(marked)) < 0:
+            return None
     return np.concatenate(found), np.concatenate(quotes)
 
 
@@ -90,7 +94,8 @@ def _run_lengths(backslashes: np.ndarray, which: np.ndarray | int, carried: bool
 def nesting(block: bytes, floor: int) -> np.ndarray:
     """How deep each line of ``block`` nests (its brackets and braces outside strings; the lines are those a split
     on newlines gives, the last one after the last newline, empty or not): exactly for a line with more than
-    ``floor`` opening brackets and braces (in strings or not), at most ``floor`` for the others.
+    ``floor`` opening brackets and braces (in strings or not), up to :data:`DEEPEST` (a line nested deeper as
+    ``DEEPEST + 1``); at most ``floor`` for the others.
 
     The opening brackets and braces of every line are counted first, a piece at a time (nothing kept but a count
     per line); only the lines with more than ``floor`` of them are scanned for strings (:class:`Brackets`), one
@@ -116,6 +121,17 @@ def nesting(block: bytes, floor: int) -> np.ndarray:
     return depths
 
 
+def deeper(text: np.ndarray, levels: int, depth: int = 0) -> bool:
+    """Whether ``text``, a JSON text from where ``depth`` brackets are open, nests deeper than ``levels`` somewhere:
+    scanned a piece at a time (:class:`Brackets`), no further than where it does."""
+    brackets = Brackets(lines=False, depth=depth)
+    for at in range(0, len(text), SCAN_BYTES):
+        depths = brackets.scan(text[at : at + SCAN_BYTES])[2]
+        if len(depths) and depths.max() > levels:
+            return True
+    return False
+
+
 def _openings_and_ends(piece: np.ndarray) -> np.ndarray:
     """Where the opening brackets and braces and the newlines of ``piece`` are; the mask made in place (a new array
     for each step costs more to allocate than to fill)."""
@@ -126,27 +142,31 @@ def _openings_and_ends(piece: np.ndarray) -> np.ndarray:
 
 
 def _depths(block: bytes, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """How deep the lines ``block[starts[i]:stops[i]]`` nest, scanned one after another, each ended by a newline."""
+    """How deep the lines ``block[starts[i]:stops[i]]`` nest, up to :data:`DEEPEST` (a line nested deeper as
+    ``DEEPEST + 1``), scanned one after another, each ended by a newline (see :func:`_line_pieces`)."""
     deepest = np.zeros(len(starts), dtype=np.int64)
-    scan, line = Brackets(lines=True), 0  # the first line the next piece holds part of
-    for piece in _line_pieces(block, starts, stops):
-        found, ended, depth = scan.scan(np.frombuffer(piece, dtype=np.uint8))
+    brackets, line = Brackets(lines=True), 0  # the first line the next piece holds part of
+    for piece in _line_pieces(block, starts, stops, deepest):
+        found, ended, depth = brackets.scan(np.frombuffer(piece, dtype=np.uint8))
         if len(found):
             local = np.cumsum(ended) - ended
             first = np.flatnonzero(np.diff(local, prepend=-1))  # each line's first mark in the piece
             lines = line + local[first]
             deepest[lines] = np.maximum(deepest[lines], np.maximum.reduceat(depth, first))
             line += int(ended.sum())
-    return deepest
+    return np.minimum(deepest, DEEPEST + 1)
 
 
-def _line_pieces(block: bytes, starts: np.ndarray, stops: np.ndarray) -> Iterator[bytes]:
+def _line_pieces(block: bytes, starts: np.ndarray, stops: np.ndarray, deepest: np.ndarray) -> Iterator[bytes]:
     """The lines ``block[starts[i]:stops[i]]``, each ended by a newline, one after another in pieces of about
-    :data:`SCAN_BYTES`."""
+    :data:`SCAN_BYTES`; the rest of a line left out once ``deepest``, filled in as the pieces are scanned, has it
+    nested deeper than :data:`DEEPEST` (a line of millions of brackets is scanned no further than its first piece)."""
     view, size = memoryview(block), 0
     parts: list[bytes | memoryview] = []
-    for start, stop in zip(starts.tolist(), stops.tolist()):
+    for line, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist())):
         for at in range(start, stop, SCAN_BYTES):
+            if deepest[line] > DEEPEST:
+                break
             parts.append(view[at : min(at + SCAN_BYTES, stop)])
             size += len(parts[-1])
             if size >= SCAN_BYTES:
