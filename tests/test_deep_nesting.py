@@ -217,9 +217,10 @@ def test_brackets_carry_what_a_piece_leaves_open():
     assert depths.tolist() == [1, 2, 2, 3, 4, 3, 2, 1, 0]  # the third within a string
 
 
-def test_an_array_nested_too_deeply_is_one_record_to_quarantine(tmp_path):
-    """An array of arrays (no object), 100,000 deep: its one record, nested too deeply, quarantined."""
+@pytest.mark.parametrize("content", [b"[" * 100_000 + b"]" * 100_000, vote(100_000, "objects").encode()])
+def test_a_file_of_one_value_nested_too_deeply_is_one_record_to_quarantine(tmp_path, content):
+    """An array of arrays 100,000 deep (its one record not even an object), or the one object a file holds."""
     path = tmp_path / "votes.json"
-    path.write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    path.write_bytes(content)
     (batch,) = read_batches(path, "json")
     assert batch.frame.height == 0 and batch.rejected.select("source_row", "detail").rows() == [(1, TOO_DEEP)]
