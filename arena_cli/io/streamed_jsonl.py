@@ -28,9 +28,12 @@ rejected line is taken from the block.
 What polars (2.1) does with what a log may hold, read with an explicit schema, and what is done about it:
 
 * a line that is not a JSON object (malformed, an array, ``NaN``, ``1e999``, two objects, nesting deeper than
-  about a thousand, a raw control character), bytes that are not UTF-8, a lone low surrogate escape, or a high
+  1,024 levels, a raw control character), bytes that are not UTF-8, a lone low surrogate escape, or a high
   one followed by another escape: an error, even in a field not read; then the batch path reads the file
   (:attr:`ReadPath.LEAN`), and quarantines the line as it always did;
+* a line nested deeper than :data:`~arena_cli.io.json_bytes.DEEPEST` (512) levels, but not 1,024: read, even in a
+  field not read; found here on the bytes of each block (:func:`_line_blocks`), and the batch path reads the file
+  (and quarantines the line);
 * a lone high surrogate escape followed by anything but an escape (``"\\ud800x"``): read as a NUL character,
   without an error, even by the batch path's polars read; found here on the bytes (:data:`_LONE_HIGH`), and the
   batch path reads the file;
@@ -72,6 +75,7 @@ from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMN
 from arena_cli.io.dialects import ARENA_COLUMNS, Plan, container_for, plan_for
 from arena_cli.io.fields import meta_dtype
 from arena_cli.io.files import opened
+from arena_cli.io.json_bytes import DEEPEST, nesting
 from arena_cli.io.judged import JudgeLog
 from arena_cli.io.lean import VALIDATED, LeanIds, lean_plan, select_wanted
 from arena_cli.io.options import InputOptions
@@ -262,8 +266,10 @@ class _Format:
     raw: Callable[[str], str]
 
 
-def _line_blocks(handle: IO[bytes], size: int) -> Iterator[bytes]:
-    """A JSON-lines file in blocks of whole lines, about ``size`` bytes each, its byte-order mark dropped."""
+def _line_blocks(handle: IO[bytes], size: int) -> Iterator[bytes | None]:
+    """A JSON-lines file in blocks of whole lines, about ``size`` bytes each, its byte-order mark dropped; None, and no
+    more, at a line nested deeper than :data:`~arena_cli.io.json_bytes.DEEPEST`, which the batch path quarantines
+    (polars reads it, up to 1,024 levels)."""
     size = max(size, len(codecs.BOM_UTF8))
     rest, ended, begun = b"", False, False
     while not ended:
@@ -277,6 +283,9 @@ def _line_blocks(handle: IO[bytes], size: int) -> Iterator[bytes]:
             continue
         block, rest = (b"".join((rest, memoryview(piece)[:cut])) if rest or cut < len(piece) else piece), piece[cut:]
         del piece
+        if block and nesting(block, DEEPEST).max() > DEEPEST:
+            yield None
+            return
         if block:
             yield block
 
