@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import functools
 import gc
+import importlib
 import os
+import sys
 from collections.abc import Callable
 
 from typing import Annotated, Any
@@ -15,17 +17,6 @@ from typing import Annotated, Any
 import typer
 
 from arena_cli.errors import ArenaError, ExitCode, OptionError
-
-app = typer.Typer(
-    name="arena",
-    help="Build leaderboards you can trust from pairwise LLM vote logs (Bradley-Terry with style control).",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
 
 def _error(message: str) -> None:
     from rich.markup import escape
@@ -79,61 +70,68 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def main_options(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
 ) -> None:
     """Build leaderboards you can trust from pairwise LLM vote logs (Bradley-Terry with style control)."""
 
 
-def _register() -> None:
-    from arena_cli.commands import ingest
-
-    app.command("ingest")(guarded(ingest.ingest_command))
-    app.command("info")(guarded(ingest.info_command))
-    app.command("export")(guarded(ingest.export_command))
-
-    from arena_cli.commands import features
-
-    app.command("features")(guarded(features.features_command))
-
-    from arena_cli.commands import simulate
-
-    app.command("simulate")(guarded(simulate.simulate_command))
-
-    from arena_cli.commands import fit
-
-    app.command("fit")(guarded(fit.fit_command))
-
-    from arena_cli.commands import compare, diff, matrix, report
-
-    app.command("diff")(guarded(diff.diff_command))
-    app.command("compare")(guarded(compare.compare_command))
-    app.command("report")(guarded(report.report_command))
-    app.command("matrix")(guarded(matrix.matrix_command))
-
-    from arena_cli.commands import judges
-
-    app.command("judges")(guarded(judges.judges_command))
-
-    from arena_cli.commands import store
-
-    store_app = typer.Typer(name="store", help="Check and repair a store: arena store check | repair.", no_args_is_help=True,
-                            rich_markup_mode=None, context_settings={"help_option_names": ["-h", "--help"]})
-    store_app.command("check")(guarded(store.check_command))
-    store_app.command("repair")(guarded(store.repair_command))
-    app.add_typer(store_app, name="store")
+#: Each command, in the order ``arena --help`` lists them: the module of arena_cli.commands that defines it, and
+#: its function; ``store``'s commands form a group of their own.
+COMMANDS = {
+    "ingest": ("ingest", "ingest_command"),
+    "info": ("ingest", "info_command"),
+    "export": ("ingest", "export_command"),
+    "features": ("features", "features_command"),
+    "simulate": ("simulate", "simulate_command"),
+    "fit": ("fit", "fit_command"),
+    "diff": ("diff", "diff_command"),
+    "compare": ("compare", "compare_command"),
+    "report": ("report", "report_command"),
+    "matrix": ("matrix", "matrix_command"),
+    "judges": ("judges", "judges_command"),
+}
+STORE_COMMANDS = {"check": "check_command", "repair": "repair_command"}
+_SETTINGS: dict[str, Any] = {"rich_markup_mode": None, "no_args_is_help": True, "context_settings": {"help_option_names": ["-h", "--help"]}}
 
 
-_register()
+def build_app(only: str | None = None) -> typer.Typer:
+    """The ``arena`` app: every command, or only the command ``only`` (a process runs one command, and building
+    every other's options from its signature costs about 20 ms of each run, a cron job's or a CI step's)."""
+    built = typer.Typer(name="arena", help=main_options.__doc__, add_completion=False, pretty_exceptions_enable=False, **_SETTINGS)
+    built.callback()(main_options)
+    for name, (module, function) in COMMANDS.items():
+        if only in (None, name):
+            built.command(name)(guarded(getattr(importlib.import_module(f"arena_cli.commands.{module}"), function)))
+    if only in (None, "store"):
+        from arena_cli.commands import store
+
+        store_app = typer.Typer(name="store", help="Check and repair a store: arena store check | repair.", **_SETTINGS)
+        for name, function in STORE_COMMANDS.items():
+            store_app.command(name)(guarded(getattr(store, function)))
+        built.add_typer(store_app, name="store")
+    return built
+
+
+app: typer.Typer  # (no value: the module's ``__getattr__`` builds it when first asked for)
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """``app``: the app of every command (what tests and library callers run), built when first asked for."""
+    if name != "app":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    global app
+    app = build_app()
+    return app
 
 
 def main() -> None:
     from arena_cli.console import guard_closed_pipes
 
     guard_closed_pipes()
+    named = sys.argv[1] if len(sys.argv) > 1 else None
     try:
-        app()
+        build_app(named if named in COMMANDS or named == "store" else None)()
     finally:
         # The interpreter's last garbage collection walks every object polars and numpy created, ~30 ms at each
         # exit (a tenth of a short command in cron). The process is ending, so nothing needs collecting:

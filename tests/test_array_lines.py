@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import tracemalloc
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -80,7 +81,7 @@ def test_lines_keep_the_records_bytes_but_line_ends():
     b'[{"a": "x\ny"}]', b'[{"a": "x\ry"}]', b'[{"a": "x\ty"}]', b'[{"a": "\x00"}]', b'[{"a": "\x1f"}]',  # raw control characters in strings
     b"[{}\x0c]", b"\x0b[{}]", b"[{}]\x00",  # control characters that are no white space
     b'[{"a": "x\\"}]', b'[{"a": "\\\\\\"}]',  # a string escaped to its end
-    b'[{"a": ' + b"[" * (module.DEEPEST + 1) + b"]" * (module.DEEPEST + 1) + b"}]",  # nested too deeply
+    b'[{"a": ' + b"[" * module.DEEPEST + b"]" * module.DEEPEST + b"}]",  # a record nested too deeply
 ])
 def test_what_is_no_array_of_objects_read_alike_is_said(data):
     """Each gives None, at once or after the lines before it, with blocks of any size."""
@@ -90,8 +91,27 @@ def test_what_is_no_array_of_objects_read_alike_is_said(data):
 
 
 def test_nesting_up_to_the_limit_is_split():
-    deep = {"a": json.loads("[" * (module.DEEPEST - 2) + "]" * (module.DEEPEST - 2))}
+    """A record nested as deeply as may be (the array's own bracket not counted)."""
+    deep = {"a": json.loads("[" * (module.DEEPEST - 1) + "]" * (module.DEEPEST - 1))}
     assert _records(_split(json.dumps([deep, deep]).encode())) == [deep, deep]
+
+
+def test_brackets_packed_densely_but_not_too_deep_are_split():
+    records = [{"x": [[]] * 5000, "y": "[" * 1000}, {"x": [{}] * 3000}]
+    assert _records(_split(json.dumps(records).encode(), 4096)) == records
+
+
+def test_a_record_of_brackets_nested_too_deeply_is_refused_in_little_memory():
+    """Its brackets are not all kept as positions (sixteen bytes each, and more once read): the block is first
+    checked for nesting a piece at a time."""
+    data = b'[{"a": ' + b"[" * 4_000_000 + b"]" * 4_000_000 + b"}]"
+    tracemalloc.start()
+    try:
+        assert _split(data, 1 << 23)[-1:] == [None]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 12 * len(data)
 
 
 def test_a_long_run_of_backslashes_is_counted_whole():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 
@@ -41,3 +42,30 @@ def test_a_fit_to_a_file_needs_no_terminal_library_and_exits_cleanly(tmp_path):
     assert out.read_text().startswith("{")
     failed = subprocess.run([sys.executable, "-m", "arena_cli", "fit", str(tmp_path / "missing.parquet")], capture_output=True, text=True)
     assert failed.returncode == 3 and "no such file" in failed.stderr
+
+
+def test_a_command_run_builds_only_that_command_and_says_what_the_whole_app_says():
+    """`arena fit …` builds the fit command alone (every command's options cost start-up time); what it prints
+    (help, usage errors) is what the app of every command prints for it."""
+    from typer.main import get_command
+    from typer.testing import CliRunner
+
+    from arena_cli.cli import COMMANDS, app, build_app
+
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print(sorted(m for m in sys.modules if m.startswith('arena_cli.commands.')), file=sys.stderr))\n"
+        "sys.argv = ['arena', 'judges', '--help']\n"
+        "from arena_cli.cli import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    others = {f"arena_cli.commands.{module}" for name, (module, _) in COMMANDS.items() if module != "judges"} | {"arena_cli.commands.store"}
+    loaded = set(ast.literal_eval(done.stderr.strip()))
+    assert "arena_cli.commands.judges" in loaded and not loaded & others
+    runner = CliRunner()
+    for args in (["fit", "--help"], ["fit", "--no-such-option"], ["store", "check", "--help"], ["store"], ["matrix"]):
+        alone, whole = runner.invoke(build_app(args[0]), args), runner.invoke(app, args)
+        assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output)
+    assert set(COMMANDS) | {"store"} == set(get_command(app).commands)  # type: ignore[attr-defined]

@@ -409,6 +409,7 @@ def test_parquet_logs_already_canonical_are_streamed_with_the_battles_of_a_full_
 
     if slice_rows:
         monkeypatch.setattr(streamed_reads, "SLICE_ROWS", slice_rows)
+        monkeypatch.setattr(streamed_reads, "MIN_SLICE_ROWS", 1)
 
     path = _canonical_parquet(tmp_path / "v.parquet", **change)
     full = read_sources([path])

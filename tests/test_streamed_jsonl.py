@@ -225,6 +225,10 @@ HOSTILE = {
         at, _line({**rows[at], "tstamp": 0}).replace(b'"tstamp":0', b'"tstamp":%.20E' % float(rows[at]["tstamp"]))),
     "large number id": _set("question_id", 123456789012345678901234567890),
     "negative zero id": _splice(b'"question_id":', b'"question_id":-0,"q":'),
+    "nested as deeply as may be": _splice(b'"is_code"', b'"x":' + b"[" * 511 + b"]" * 511 + b',"is_code"'),
+    "nested too deeply": _splice(b'"is_code"', b'"x":' + b"[" * 512 + b"]" * 512 + b',"is_code"'),
+    "objects nested too deeply": _splice(b'"is_code"', b'"x":' + b'{"a":' * 700 + b"1" + b"}" * 700 + b',"is_code"'),
+    "nested deeper than polars infers": _splice(b'"is_code"', b'"x":' + b'[{"a":' * 9 + b"1" + b"}]" * 9 + b',"is_code"'),
 }
 WHOLE_FILE = {
     "CRLF line ends": lambda data: data.replace(b"\n", b"\r\n"),
@@ -311,6 +315,8 @@ CLEAN = [_vote(i) for i in range(12)]
 @example(CLEAN, [("late Kaggle winner columns", 10)], [], PLAIN, (5, 64 << 20), 3, 4 << 20)
 @example(CLEAN, [("repeated id", 7), ("self battle", 2)], ["byte-order mark", "trailing blank lines"], STYLED, (5, 700), 12, 1)
 @example(CLEAN, [("self battle", 0)], ["byte-order mark", "CRLF line ends"], PLAIN, (2, 3), 1, 1)
+@example(CLEAN, [("nested as deeply as may be", 2), ("nested deeper than polars infers", 5)], [], STYLED, (200_000, 64 << 20), 1, 4 << 20)
+@example(CLEAN, [("nested too deeply", 3), ("objects nested too deeply", 8)], ["CRLF line ends"], PLAIN, (5, 700), 1, 500)
 @given(
     fastchat_rows(12), st.lists(st.tuples(st.sampled_from(sorted(HOSTILE)), st.integers(0, 11)), max_size=3),
     st.lists(st.sampled_from(sorted(WHOLE_FILE)), max_size=2, unique=True), st.sampled_from([PLAIN, STYLED]),
@@ -342,6 +348,8 @@ def test_a_streamed_read_gives_the_battles_quarantine_and_counts_of_the_batch_pa
 @example(CLEAN, [("UTF-8 of a surrogate", 0)], ["cut off"], [], False, PLAIN, (200_000, 64 << 20), 12)
 @example(CLEAN, [], ["cut off in a record"], [], True, PLAIN, (200_000, 64 << 20), 12)
 @example(CLEAN, [("late null id", 1)], [], [], True, PLAIN, (5, 700), 1)  # in the batch path's first batch, not in the first block
+@example(CLEAN, [("nested as deeply as may be", 2), ("nested deeper than polars infers", 5)], [], [], False, STYLED, (200_000, 64 << 20), 1)
+@example(CLEAN, [("nested too deeply", 3), ("objects nested too deeply", 8)], [], [], True, PLAIN, (5, 700), 1)
 @given(
     fastchat_rows(12), st.lists(st.tuples(st.sampled_from(sorted(HOSTILE)), st.integers(0, 11)), max_size=3),
     st.lists(st.sampled_from(sorted(ARRAY_DAMAGE)), max_size=1), st.lists(st.sampled_from(sorted(WHOLE_FILE)), max_size=2, unique=True),
@@ -673,15 +681,17 @@ def test_numbers_read_as_text_from_an_array_are_those_of_the_batch_path(tmp_path
     assert fast.equals(batch)
 
 
-def test_a_record_nested_deeper_than_python_decodes_is_read_by_the_batch_path(tmp_path, monkeypatch):
+def test_a_record_nested_deeper_than_python_decodes_is_quarantined_by_the_batch_path(tmp_path, monkeypatch):
     """Polars reads nesting that Python's json module, which decodes a JSON array's records, gives up on: the file
-    goes to the batch path, which reports it (the plan is decided by the first record)."""
+    goes to the batch path, which quarantines the record for its depth, as the file spells it, and reads the others
+    (the plan is decided by the first record)."""
     path = tmp_path / "votes.json"
-    deep = "[" * 995 + "]" * 995
-    path.write_text(json.dumps(CLEAN[:3])[:-1] + ', {"model_a": "a", "model_b": "b", "winner": "tie", "x": %s}]' % deep)
+    deep = '{"model_a": "a", "model_b": "b", "winner": "tie", "x": %s}' % ("[" * 5000 + "]" * 5000)
+    path.write_text(json.dumps(CLEAN[:3])[:-1] + ",\n" + deep + "]")
     monkeypatch.setattr(streamed_jsonl, "PREFIX_ROWS", 1)
-    with pytest.raises(InputError, match="nested too deeply"):
-        read_sources([path], columns=PLAIN)
+    result = read_sources([path], columns=PLAIN)
+    assert result.battles.height == 3
+    assert result.quarantine.select("source_row", "detail", "raw").rows() == [(4, "nested deeper than 512 levels", deep)]
 
 
 @pytest.mark.parametrize("line, columns", [

@@ -14,8 +14,8 @@ So the file must be a ``[`` (after white space and a byte-order mark), objects s
 ``]``, and white space to its end. What is within the objects is left to polars, which reads each line strictly
 (anything but one JSON object is an error, and the file goes to the batch reader), but for what it reads
 otherwise than Python's json module: a raw control character in a string (a raw line end would be the end of a
-line to polars; Python refuses them all), and nesting deeper than :data:`DEEPEST` (Python's json module gives up
-at about a thousand, less what its caller's stack takes; polars goes deeper).
+line to polars; Python refuses them all); and a record nested deeper than
+:data:`~arena_cli.io.json_bytes.DEEPEST`, which the batch reader quarantines.
 """
 
 from __future__ import annotations
@@ -27,25 +27,23 @@ from typing import IO
 
 import numpy as np
 
-from arena_cli.io.readers import SCAN_BYTES, positions
+from arena_cli.io.json_bytes import CONTROL, DEEPEST, STEP, deeper, escaped_quotes, marks
 
-#: Nesting deeper than this in a record sends the file to the batch reader.
-DEEPEST = 512
-_QUOTE, _BACKSLASH, _TAB, _NEWLINE, _SPACE = b'"\\\t\n '
+_TAB, _NEWLINE, _SPACE = b"\t\n "
 _LBRACKET, _RBRACKET, _LBRACE, _RBRACE, _COMMA = b"[]{},"
-#: Bytes below this are control characters: none may be raw in a string; outside, tab, CR and LF are white space.
-_CONTROL = 0x20
-#: White space in JSON, and the depth each bracket or brace adds.
+#: White space in JSON (tab, CR and LF the only control characters outside strings).
 _WHITE_BYTES = np.zeros(256, dtype=bool)
 _WHITE_BYTES[list(b" \t\n\r")] = True
-_STEP = np.zeros(256, dtype=np.int64)
-_STEP[list(b"[{")], _STEP[list(b"]}")] = 1, -1
 #: The depth before each bracket of the array's top level (its ``[`` and ``]``, its records' outer braces), -1 for
 #: other bytes; and those that may follow one another (records are objects).
 _TOP_DEPTH = np.full(256, -1, dtype=np.int64)
 _TOP_DEPTH[[_LBRACKET, _LBRACE, _RBRACE, _RBRACKET]] = [0, 1, 2, 1]
 _FOLLOWS = np.array([first << 8 | then for first, then in (b"[{", b"[]", b"{}", b"}{", b"}]")])
 _WHITE = re.compile(rb"[ \t\n\r]*")
+#: Bytes of a block for each bracket, brace or control byte it may hold before it is first checked, a piece at a
+#: time, for nesting too deep: each takes some thirty bytes here (a record of nothing but brackets, nested too deeply,
+#: would take thirty times its size).
+_BYTES_A_MARK = 8
 
 
 def array_lines(handle: IO[bytes], size: int) -> Iterator[bytes | None]:
@@ -107,20 +105,24 @@ def _split(buffer: bytearray, length: int, begun: bool) -> tuple[int, bool, bool
     whether the array ends there. None when the block shows the file is not read here. ``begun``: whether the block
     starts after the array's ``[`` and a comma (else at the file's start)."""
     text = np.frombuffer(buffer, dtype=np.uint8, count=length)
-    marks, quotes = _marks(text)
-    inside = (quotes - np.searchsorted(_escaped_quotes(text), marks)) % 2 == 1
-    kinds = text[marks]
-    controls = kinds < _CONTROL
+    # brackets packed densely (in a record nested too deeply, or not) are first checked for nesting, the array's own counted
+    marked = marks(text, length // _BYTES_A_MARK) or (None if deeper(text, DEEPEST + 1, int(begun)) else marks(text))
+    if marked is None:
+        return None
+    found, quotes = marked
+    inside = (quotes - np.searchsorted(escaped_quotes(text), found)) % 2 == 1
+    kinds = text[found]
+    controls = kinds < CONTROL
     if (controls & (inside | ~_WHITE_BYTES[kinds])).any():  # raw in a string, or outside one and no white space
         return None
-    breaks = marks[controls & (kinds != _TAB)]
-    marks, kinds = marks[~controls & ~inside], kinds[~controls & ~inside]
-    depth = np.cumsum(_STEP[kinds]) + begun  # after each
-    if len(depth) and depth.max() > DEEPEST:
+    breaks = found[controls & (kinds != _TAB)]
+    found, kinds = found[~controls & ~inside], kinds[~controls & ~inside]
+    depth = np.cumsum(STEP[kinds]) + begun  # after each, the array's own bracket counted
+    if len(depth) and depth.max() > DEEPEST + 1:
         return None
-    before = depth - _STEP[kinds]
+    before = depth - STEP[kinds]
     top = np.minimum(before, depth) <= 1
-    at, kinds = marks[top], kinds[top]
+    at, kinds = found[top], kinds[top]
     if (_TOP_DEPTH[kinds] != before[top]).any() or not np.isin(kinds[:-1].astype(np.int64) << 8 | kinds[1:], _FOLLOWS).all():
         return None
     if len(kinds) and kinds[0] != (_LBRACE if begun else _LBRACKET):
@@ -143,30 +145,6 @@ def _split(buffer: bytearray, length: int, begun: bool) -> tuple[int, bool, bool
     return used, records, closed
 
 
-def _marks(text: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where the brackets, braces and control bytes of ``text`` are, and how many quotes (escaped or not) are
-    before each: a piece at a time, the quotes counted between the marks, not found one by one."""
-    found, quotes, total = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], 0
-    for at in range(0, len(text), SCAN_BYTES):
-        piece = text[at : at + SCAN_BYTES]
-        folded = piece | 0x20  # [ and ] as { and }
-        marks = np.flatnonzero((folded == _LBRACE) | (folded == _RBRACE) | (piece < _CONTROL))
-        # the quotes from the piece's start to its first mark, from each mark to the next, from the last to the end
-        counts = np.cumsum(np.add.reduceat((piece == _QUOTE).view(np.uint8), np.concatenate(([0], marks)), dtype=np.uint32), dtype=np.int64)
-        found.append(marks + at)
-        quotes.append(counts[:-1] + total)
-        total += int(counts[-1])
-    return np.concatenate(found), np.concatenate(quotes)
-
-
-def _escaped_quotes(text: np.ndarray) -> np.ndarray:
-    """Where the escaped quotes of ``text`` are: right after a run of backslashes of odd length."""
-    backslashes = positions(text, lambda piece: piece == _BACKSLASH)
-    after = backslashes[backslashes + 1 < len(text)] + 1
-    quotes = after[text[after] == _QUOTE]
-    return quotes[_escaped(quotes, backslashes)]
-
-
 def _separators(text: np.ndarray, at: np.ndarray, kinds: np.ndarray) -> np.ndarray | None:
     """The commas between records, given the top level's brackets (``at``, of ``kinds``); None when the bytes
     between them are not white space and, between two records, one comma (``[1]``, ``[{},,{}]``, ``[{},]``)."""
@@ -183,13 +161,3 @@ def _separators(text: np.ndarray, at: np.ndarray, kinds: np.ndarray) -> np.ndarr
     if (text[commas] != _COMMA).any() or not np.array_equal(np.bincount(gaps, minlength=len(lengths)), expected):
         return None
     return commas
-
-
-def _escaped(quotes: np.ndarray, backslashes: np.ndarray) -> np.ndarray:
-    """Whether each quote, right after a backslash, ends a run of backslashes of odd length: each run known by the
-    position of its first backslash among them all, however long the run."""
-    last = np.maximum(np.searchsorted(backslashes, quotes) - 1, 0)  # the last backslash before each quote
-    starts = np.ones(len(backslashes), dtype=bool)
-    starts[1:] = np.diff(backslashes) != 1
-    first = np.maximum.accumulate(np.where(starts, np.arange(len(backslashes)), 0))
-    return (backslashes[last] == quotes - 1) & ((last - first[last]) % 2 == 0)

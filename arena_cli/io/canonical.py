@@ -66,10 +66,11 @@ def field_exprs(schema: pl.Schema, col: dict[str, str], extras: Sequence[str] = 
     return out, bad
 
 
-def typed_meta(schema: pl.Schema, col: dict[str, str]) -> tuple[dict[str, pl.Expr], list[Check]]:
+def typed_meta(schema: pl.Schema, col: dict[str, str], in_range: bool = False) -> tuple[dict[str, pl.Expr], list[Check]]:
     """LMArena's per-side counts of a typed (parquet) ``conv_metadata`` struct, with their checks (see
     :func:`meta_fields`) after those of its shape (:func:`conv_metadata_shape_checks`); none when the plan maps
-    no typed ``conv_metadata``."""
+    no typed ``conv_metadata``. ``in_range``: every count is known to be an integer in range (a file's footer
+    shows it), so each is taken as it is, unchecked."""
     if "conv_metadata" not in col or schema[col["conv_metadata"]] == pl.String:
         return {}, []
     name = col["conv_metadata"]
@@ -77,13 +78,14 @@ def typed_meta(schema: pl.Schema, col: dict[str, str]) -> tuple[dict[str, pl.Exp
     shape = conv_metadata_shape_checks(name, dtype)
     if not isinstance(dtype, pl.Struct):
         return {}, shape
-    out, bad = meta_fields(pl.col(name), dtype, name)
+    out, bad = meta_fields(pl.col(name), dtype, name, in_range)
     return out, [*shape, *bad]
 
 
-def meta_fields(meta: pl.Expr, dtype: pl.DataType, name: str) -> tuple[dict[str, pl.Expr], list[Check]]:
+def meta_fields(meta: pl.Expr, dtype: pl.DataType, name: str, in_range: bool = False) -> tuple[dict[str, pl.Expr], list[Check]]:
     """The counts of :data:`META_COUNTS` that a ``conv_metadata`` value (a struct) has, as ``meta_<count>_<side>``,
-    each with the wrong-type check that names its field (``conv_metadata.header_count_a.h1``)."""
+    each with the wrong-type check that names its field (``conv_metadata.header_count_a.h1``); ``in_range``: as
+    for :func:`typed_meta`."""
     out: dict[str, pl.Expr] = {}
     bad: list[Check] = []
     for side in ("a", "b"):
@@ -91,7 +93,7 @@ def meta_fields(meta: pl.Expr, dtype: pl.DataType, name: str) -> tuple[dict[str,
             found = field_path(meta, dtype, path)
             if found is not None:
                 value, leaf = found
-                out[f"meta_{count}_{side}"] = whole_number(value, leaf, MAX_COUNT)
+                out[f"meta_{count}_{side}"] = value.cast(pl.Int64) if in_range else whole_number(value, leaf, MAX_COUNT)
                 bad.append((QuarantineReason.WRONG_TYPE.value, is_given(value, leaf), f"meta_{count}_{side}", f"{'.'.join((name, *path))}: {COUNT}"))
     return out, bad
 

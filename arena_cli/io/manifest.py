@@ -387,7 +387,7 @@ def layout_problems(root: Path, manifest: dict[str, Any], files: list[Path] | No
             continue
         part = part_generation(path)
         if TEMPORARY_NAME.fullmatch(file.name) or part == generation + 1:
-            problems.append(Problem("staged_leftover", path, f"{path} was staged by a run that did not finish; the next write removes it", error=False))
+            problems.append(Problem("staged_leftover", path, f"{path} was staged by a run that did not finish; the next write sets it aside in lost+found", error=False))
         elif part is None:
             problems.append(Problem("unknown_file", path, f"{path} is not a file of the store; left alone", error=False))
         elif part <= generation:

@@ -14,7 +14,7 @@ import io
 import json
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 from arena_cli.errors import InputError
 from arena_cli.io.files import check_file, local_path, opened, parquet_content, scan_parquet, text_content
 from arena_cli.io.footer import RowGroup, row_groups
+from arena_cli.io.json_bytes import DEEPEST, SCAN_BYTES, Brackets, nesting, positions
 from arena_cli.io.options import BATCH_BYTES
 from arena_cli.schema import QUARANTINE_SCHEMA, QuarantineReason
 
@@ -244,7 +245,7 @@ def _objects_frame(rows: np.ndarray, data: bytes, lines: pl.Series, bad: _Bad) -
         return _python_objects_frame(rows.tolist(), lines.to_list(), bad)
     except Exception:
         pass
-    ends = np.cumsum(lines.str.len_bytes().to_numpy() + 1)
+    ends = _ends(lines)
     keep = np.ones(len(rows), dtype=bool)
     faulty = _Bad(bad.source)
     for line in _suspect_lines(data, ends, lines, 0, len(rows)):
@@ -256,8 +257,7 @@ def _objects_frame(rows: np.ndarray, data: bytes, lines: pl.Series, bad: _Bad) -
             keep[line] = False
     frame = None
     if not keep.all():
-        rows, lines = rows[keep], lines.filter(keep)
-        data = b"".join(data[(ends[i - 1] if i else 0) : ends[i]] for i in np.flatnonzero(keep))
+        rows, lines, data = rows[keep], lines.filter(keep), _kept(data, ends, keep)
         try:
             frame = _numbered(_json_objects_frame(data, lines), rows, lines)
         except Exception:
@@ -268,9 +268,16 @@ def _objects_frame(rows: np.ndarray, data: bytes, lines: pl.Series, bad: _Bad) -
     return frame
 
 
+#: Levels of nesting polars is let read with the types it infers: its read of a nested value takes time that grows
+#: with the square of the value's depth (a millisecond a value at 40 levels, seconds at 500), and overflows its
+#: stack from about 500 levels of objects. A batch with a line nested deeper is read by Python's json module.
+INFERRED_DEEPEST = 16
+
+
 def _parse_lines(source: str, rows: np.ndarray, data: bytes) -> RawBatch:
     """One batch of JSON lines (``data``: the non-blank lines, each ended by a newline; ``rows``: their line
-    numbers) -> frame; undecodable or unparseable lines go to quarantine, the rest survive.
+    numbers) -> frame; undecodable or unparseable lines (and those nested deeper than
+    :data:`~arena_cli.io.json_bytes.DEEPEST`) go to quarantine, the rest survive.
 
     The batch stays one block of bytes (no Python object per line) unless something is wrong with it."""
     bad = _Bad(source)
@@ -285,9 +292,27 @@ def _parse_lines(source: str, rows: np.ndarray, data: bytes) -> RawBatch:
                 bad.add(row, QuarantineReason.NON_UTF8, f"invalid UTF-8 byte at offset {error.start}", line)
         rows, lines = np.array(good_rows, dtype=np.int64), pl.Series(RAW, texts, dtype=pl.String)
         data = "".join(t + "\n" for t in texts).encode()
+    depths = nesting(data, INFERRED_DEEPEST)[: len(rows)]
+    deep = depths > DEEPEST
+    if deep.any():  # read by no one (see arena_cli.io.json_bytes)
+        for line in np.flatnonzero(deep).tolist():
+            bad.add(int(rows[line]), QuarantineReason.UNPARSEABLE, f"nested deeper than {DEEPEST} levels", lines[line].encode("utf-8", errors="surrogatepass"))
+        rows, lines, data, depths = rows[~deep], lines.filter(~deep), _kept(data, _ends(lines), ~deep), depths[~deep]
     if not len(rows):
         return RawBatch(_numbered(pl.DataFrame(), rows, lines), bad.frame())
+    if depths.max() > INFERRED_DEEPEST:
+        return RawBatch(_python_objects_frame(rows.tolist(), lines.to_list(), bad), bad.frame())
     return RawBatch(_objects_frame(rows, data, lines, bad), bad.frame())
+
+
+def _ends(lines: pl.Series) -> np.ndarray:
+    """Where each line of a batch ends in its bytes, after its newline."""
+    return np.cumsum(lines.str.len_bytes().to_numpy() + 1)
+
+
+def _kept(data: bytes, ends: np.ndarray, keep: np.ndarray) -> bytes:
+    """The lines of a batch (``data``, each line ending at ``ends``) that ``keep`` says."""
+    return b"".join(data[(ends[i - 1] if i else 0) : ends[i]] for i in np.flatnonzero(keep))
 
 
 def _lines_of(data: bytes, count: int) -> pl.Series | None:
@@ -312,16 +337,8 @@ def _numbered(frame: pl.DataFrame, rows: Sequence[int] | np.ndarray, lines: pl.S
 #: Bytes a line may be made of and still be blank (what ``bytes.strip`` takes away), and a line's end.
 _SPACE = np.frombuffer(b" \t\n\r\x0b\x0c", dtype=np.uint8)
 _NEWLINE, _CR = ord("\n"), ord("\r")
-#: Bytes searched for newlines at a time (a mask of a whole block would cost more to allocate than to fill).
-SCAN_BYTES = 1 << 20
 #: Bytes of a JSON-lines file read at a time at least (more when ``batch_bytes`` says so).
 JSONL_READ_BYTES = 1 << 20
-
-
-def positions(text: np.ndarray, found: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """Where in ``text`` the bytes ``found`` tells (a mask of bytes from bytes) are, a piece at a time."""
-    return np.concatenate([np.flatnonzero(found(text[at : at + SCAN_BYTES])) + at for at in range(0, len(text), SCAN_BYTES)]
-                          or [np.zeros(0, dtype=np.int64)])
 
 
 @dataclass(frozen=True)
@@ -405,6 +422,8 @@ def read_jsonl(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, batch_bytes: in
 #: Bytes of a JSON array read at a time (more when one record is longer).
 JSON_READ_BYTES = 1 << 20
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
+#: Line ends, which are white space in a record (or no JSON), made spaces.
+_LINE_ENDS = str.maketrans("\r\n", "  ")
 _DAMAGED_ARRAY = "a JSON array is parsed whole, so none of it was read"
 
 
@@ -470,6 +489,41 @@ class _JsonText:
                 self.pos = end
                 return value
 
+    def line(self) -> bytes:
+        """The next value as one line of JSON: decoded and written again (:func:`_record_line`); or, nested too deeply
+        for Python's json module to decode or write again, as the file spells it, its line ends made spaces (the
+        batch reader quarantines it for its depth, see :mod:`arena_cli.io.json_bytes`)."""
+        start = self.offset + self.pos  # in the document: reading on drops the text before ``pos``, not after
+        try:
+            value = self.value()
+        except RecursionError:
+            self.skip()
+        else:
+            try:
+                return _record_line(value)
+            except RecursionError:
+                pass
+        return self.text[start - self.offset : self.pos].translate(_LINE_ENDS).encode("utf-8", errors="surrogatepass") + b"\n"
+
+    def skip(self) -> None:
+        """Move past the array or object at ``pos``, found by its brackets and braces outside strings (on its UTF-8
+        bytes, a piece at a time), reading on as needed; an error when the document ends within it."""
+        brackets, at = Brackets(lines=False), self.pos
+        while True:
+            if at == len(self.text):
+                after = at - self.pos
+                if not self.more():
+                    raise self.invalid("Unterminated array or object", self.pos)
+                at = self.pos + after
+                continue
+            piece = self.text[at : at + SCAN_BYTES].encode("utf-8", errors="surrogatepass")
+            found, _, depth = brackets.scan(np.frombuffer(piece, dtype=np.uint8))
+            closed = np.flatnonzero(depth == 0)
+            if len(closed):
+                self.pos = at + len(piece[: int(found[closed[0]]) + 1].decode("utf-8", errors="surrogatepass"))
+                return
+            at = min(at + SCAN_BYTES, len(self.text))
+
     def invalid(self, message: str, at: int, hint: str = "") -> InputError:
         """The error for damage at ``at`` (in the window), placed as json.loads places it in the document."""
         line = self.lines + self.text.count("\n", 0, at) + 1
@@ -478,36 +532,34 @@ class _JsonText:
         return InputError(f"{self.path}: not valid JSON ({message}: line {line} column {column} (char {self.offset + at})); {_DAMAGED_ARRAY}{hint}")
 
 
-def _json_records(path: Path, handle: IO[bytes]) -> Iterator[Any]:
-    """The records of a JSON array (or the one object a file holds), decoded as the file is read."""
+def _record_lines(path: Path, handle: IO[bytes]) -> Iterator[bytes]:
+    """The records of a JSON array (or the one object a file holds), each as one line (:meth:`_JsonText.line`),
+    decoded as the file is read."""
     text = _JsonText(path, handle)
     first = text.peek()
     if not first:
         return
-    try:
-        if first == "[":
+    if first == "[":
+        text.pos += 1
+        if text.peek() == "]":
             text.pos += 1
-            if text.peek() == "]":
+        else:
+            while True:
+                yield text.line()
+                after = text.peek()
                 text.pos += 1
-            else:
-                while True:
-                    yield text.value()
-                    after = text.peek()
-                    text.pos += 1
-                    if after == "]":
-                        break
-                    if after != ",":
-                        raise text.invalid("Expecting ',' delimiter", text.pos - 1)
-                    text.peek()
-            if text.peek():
-                raise text.invalid("Extra data", text.pos)
-            return
-        record = text.value()
+                if after == "]":
+                    break
+                if after != ",":
+                    raise text.invalid("Expecting ',' delimiter", text.pos - 1)
+                text.peek()
         if text.peek():
-            raise text.invalid("Extra data", text.pos, "; it looks like JSON lines: use --input-format jsonl" if first == "{" else "")
-    except RecursionError:
-        raise InputError(f"{path}: JSON nested too deeply to parse; none of it was read") from None
-    if not isinstance(record, dict):
+            raise text.invalid("Extra data", text.pos)
+        return
+    record = text.line()
+    if text.peek():
+        raise text.invalid("Extra data", text.pos, "; it looks like JSON lines: use --input-format jsonl" if first == "{" else "")
+    if first != "{":
         raise InputError(f"{path}: expected a JSON array of battle objects")
     yield record
 
@@ -532,9 +584,9 @@ def read_json_array(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, batch_byte
     rows: list[int] = []
     block = bytearray()
     with opened(path) as handle:
-        for number, record in enumerate(_json_records(path, handle), start=1):
+        for number, line in enumerate(_record_lines(path, handle), start=1):
             rows.append(number)
-            block += _record_line(record)
+            block += line
             if len(rows) >= batch_rows or len(block) >= batch_bytes:
                 batch = _parse_lines(str(path), np.array(rows, dtype=np.int64), bytes(block))
                 rows, block = [], bytearray()

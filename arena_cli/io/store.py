@@ -55,6 +55,7 @@ from arena_cli.io.manifest import (
     part_files,
     read_manifest,
     schema_problem,
+    LOST_AND_FOUND,
     staged_leftovers,
     union_with,
     unreadable_data,
@@ -315,7 +316,9 @@ class Store:
                     self._write_manifest(self.manifest)
                 with writing(self.root):
                     for leftover in staged_leftovers(self.root, self.manifest):
-                        leftover.unlink(missing_ok=True)
+                        # a part of the next generation may also be a published one whose manifest went back
+                        # (edited, restored): set aside, never deleted (``arena store repair`` ingests it again)
+                        _set_aside(self.root, leftover)
                 tx = Transaction(self, copy.deepcopy(self.manifest))
                 try:
                     yield tx
@@ -391,3 +394,14 @@ def _same_file(handle: Any, path: Path) -> bool:
         return os.fstat(handle.fileno()).st_ino == os.stat(path).st_ino
     except FileNotFoundError:
         return False
+
+
+def _set_aside(root: Path, leftover: Path) -> None:
+    """A data file a writer finds staged by a run that did not finish, moved to lost+found (its place kept); an
+    atomic-write temporary (never data yet published) removed."""
+    if not leftover.name.startswith("part-"):
+        leftover.unlink(missing_ok=True)
+        return
+    aside = root / LOST_AND_FOUND / leftover.relative_to(root)
+    aside.parent.mkdir(parents=True, exist_ok=True)
+    leftover.replace(aside)

@@ -10,6 +10,7 @@ mapped by ``map_batch`` (so only the mapped values are held for the whole file);
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,10 +55,20 @@ def read_streamed(
     return IngestResult(pl.concat(battles, how="diagonal_relaxed"), pl.concat(quarantine), summaries)
 
 
-#: Rows per slice: a file is read a slice of rows at a time, each slice whole in memory (about 0.3 GB at 1M rows
-#: for a style fit of LMArena's nested parquet), so that memory is bounded by the slice and every check and map
-#: of a slice shares one read of it (as queries of their own, each would read the file again).
+#: Rows per slice, at most: a file is read a slice of rows at a time, each slice whole in memory (about 0.3 GB at
+#: 1M rows for a style fit of LMArena's nested parquet), so that memory is bounded by the slice and every check
+#: and map of a slice shares one read of it (as queries of their own, each would read the file again).
 SLICE_ROWS = 1_000_000
+#: A file is cut into this many slices at least, of ``MIN_SLICE_ROWS`` rows at least: the next slice is read
+#: while one is checked and mapped (decoding a struct such as ``conv_metadata`` keeps about one core busy, and
+#: checking and mapping a slice the other), so a file of a few slices spends less time waiting than one of one.
+SLICES = 4
+MIN_SLICE_ROWS = 100_000
+
+
+def slice_rows(rows: int) -> int:
+    """The rows of each slice of a file of ``rows`` rows (see :data:`SLICES`)."""
+    return max(1, min(SLICE_ROWS, max(MIN_SLICE_ROWS, -(-rows // SLICES))))
 
 
 @dataclass(frozen=True)
@@ -78,12 +89,21 @@ def _read_file(
     normalise): the batch path reads such files."""
     scan = scan_parquet(path).select(lean.columns)
     rows = _collect(scan.select(pl.len()), path).item()
+    size = slice_rows(rows)
+    starts = range(0, max(rows, 1), size)
     slices: list[_Slice] = []
-    for start in range(0, max(rows, 1), SLICE_ROWS):
-        found = _read_slice(_collect(scan.slice(start, SLICE_ROWS), path), start, path, lean, labels, columns, map_batch)
-        if found is None:
-            return None
-        slices.append(found)
+    with ThreadPoolExecutor(1) as reader:  # reads the next slice while this one is checked (polars lets go of the GIL)
+        ahead = reader.submit(_collect, scan.slice(starts[0], size), path)
+        for number, start in enumerate(starts):
+            frame = ahead.result()
+            if number + 1 < len(starts):
+                ahead = reader.submit(_collect, scan.slice(starts[number + 1], size), path)
+            found = _read_slice(frame, start, path, lean, labels, columns, map_batch)
+            del frame
+            if found is None:
+                ahead.cancel()
+                return None
+            slices.append(found)
     ids = pl.concat([found.ids for found in slices])
     taken = pl.concat([found.battles for found in slices], how="diagonal_relaxed", rechunk=False)
     return rows, ids, taken, pl.concat([empty_quarantine(), *(found.rejected for found in slices)])
@@ -93,23 +113,38 @@ def _read_slice(
     frame: pl.DataFrame, start: int, path: Path, lean: LeanParquet, labels: dict[str, str], columns: Sequence[str],
     map_batch: Callable[[Frame], Frame],
 ) -> _Slice | None:
-    """One slice of a file's rows (``start`` the first's place), checked and mapped; None as for :func:`_read_file`."""
+    """One slice of a file's rows (``start`` the first's place), checked and mapped; None as for :func:`_read_file`.
+
+    The checks, the ids and the mapped battles are independent queries of the slice, collected together (polars
+    runs them side by side): the battles are mapped as if every row were taken as it is, and again, from the rows
+    that are, when some are not (rows to reject are few, and in few logs)."""
+    col = lean.plan.columns
+    rows = frame.lazy()
+    names = rows.select(pl.concat([pl.col(col["model_a"]).unique(), pl.col(col["model_b"]).unique()]).unique().alias("name"))
+    as_is = rows.select(_as_is(lean, labels).alias("as_is"))
+    distinct, taken, ids, battles = _collect_all([names, as_is, *_taken(rows, lean, labels, columns, map_batch)], path)
+    if changed_values(distinct, "name", parse_text("name", pl.String())) is not None:
+        return None
+    if taken["as_is"].all():
+        return _Slice(ids, battles, empty_quarantine())
+    kept = taken["as_is"]
+    others = frame.with_row_index(ROW, offset=start + 1).filter(~kept).with_columns(pl.col(ROW).cast(pl.Int64))
+    accepted, rejected = canonicalize(others, lean.plan, labels, str(path))
+    if accepted.height:
+        return None
+    ids, battles = _collect_all(_taken(frame.lazy().filter(kept), lean, labels, columns, map_batch), path)
+    return _Slice(ids, battles, rejected)
+
+
+def _taken(
+    rows: pl.LazyFrame, lean: LeanParquet, labels: dict[str, str], columns: Sequence[str], map_batch: Callable[[Frame], Frame]
+) -> list[pl.LazyFrame]:
+    """The ids (see :class:`_Slice`) and the mapped canonical battles of rows taken as they are, as queries."""
     schema, plan = lean.schema, lean.plan
     col = plan.columns
-    names = frame.select(pl.concat([pl.col(col["model_a"]).unique(), pl.col(col["model_b"]).unique()]).unique().alias("name"))
-    if changed_values(names, "name", parse_text("name", pl.String())) is not None:
-        return None
-    as_is = frame.select(_as_is(lean, labels)).to_series()
-    rejected = empty_quarantine()
-    if not as_is.all():
-        others = frame.with_row_index(ROW, offset=start + 1).filter(~as_is).with_columns(pl.col(ROW).cast(pl.Int64))
-        accepted, rejected = canonicalize(others, plan, labels, str(path))
-        if accepted.height:
-            return None
-        frame = frame.filter(as_is)
     fields, _ = _typed_fields(lean)
     battle_id = id_expr(schema, col)
-    canonical = frame.lazy().select(
+    canonical = rows.select(
         pl.col(col["model_a"]).alias("model_a"),
         pl.col(col["model_b"]).alias("model_b"),
         lookup(pl.col(col["outcome"]), labels, None, pl.String()).alias("outcome"),  # every label is a known one as it is
@@ -117,10 +152,17 @@ def _read_slice(
         *[e.alias(k) for k, e in extra_exprs(schema, plan).items()],
         battle_id.alias("battle_id"),
     )
-    ids = frame.select(battle_id.alias("id")).select(
+    ids = rows.select(battle_id.alias("id")).select(
         pl.when(pl.col("id").is_not_null()).then(pl.col("id").hash()).alias("hash"), pl.col("id").str.starts_with(CONTENT_ID).alias("content")
     )
-    return _Slice(ids, _collect(map_batch(select_wanted(conform(canonical), columns, plan)).lazy(), path), rejected)
+    return [ids, map_batch(select_wanted(conform(canonical), columns, plan)).lazy()]
+
+
+def _collect_all(queries: list[pl.LazyFrame], path: Path) -> list[pl.DataFrame]:
+    try:
+        return pl.collect_all(queries)
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as error:
+        raise corrupt_parquet(path, error) from None
 
 
 def _collect(query: pl.LazyFrame, path: Path) -> pl.DataFrame:
@@ -135,7 +177,7 @@ def _typed_fields(lean: LeanParquet) -> tuple[dict[str, pl.Expr], list[Check]]:
     checks; none for counts the footer shows in range (no row can fail them, and checking them costs a pass over
     the struct)."""
     fields, checks = field_exprs(lean.schema, lean.plan.columns, lean.plan.extras)
-    meta, meta_checks = typed_meta(lean.schema, lean.plan.columns)
+    meta, meta_checks = typed_meta(lean.schema, lean.plan.columns, lean.counts_in_range)
     return {**fields, **meta}, [*checks, *([] if lean.counts_in_range else meta_checks)]
 
 

@@ -29,9 +29,12 @@ batch path's; only the original text of a rejected line is taken from the block.
 What polars (2.1) does with what a log may hold, read with an explicit schema, and what is done about it:
 
 * a line that is not a JSON object (malformed, an array, ``NaN``, ``1e999``, two objects, nesting deeper than
-  about a thousand, a raw control character), bytes that are not UTF-8, a lone low surrogate escape, or a high
+  1,024 levels, a raw control character), bytes that are not UTF-8, a lone low surrogate escape, or a high
   one followed by another escape: an error, even in a field not read; then the batch path reads the file
   (:attr:`ReadPath.LEAN`), and quarantines the line as it always did;
+* a line nested deeper than :data:`~arena_cli.io.json_bytes.DEEPEST` (512) levels, but not 1,024: read, even in a
+  field not read; found here on the bytes of each block (:func:`_line_blocks`), and the batch path reads the file
+  (and quarantines the line);
 * a lone high surrogate escape followed by anything but an escape (``"\\ud800x"``): read as a NUL character,
   without an error, even by the batch path's polars read; found here on the bytes (:data:`_LONE_HIGH`), and the
   batch path reads the file;
@@ -74,6 +77,7 @@ from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMN
 from arena_cli.io.dialects import ARENA_COLUMNS, Plan, container_for, plan_for
 from arena_cli.io.fields import meta_dtype
 from arena_cli.io.files import opened
+from arena_cli.io.json_bytes import DEEPEST, nesting
 from arena_cli.io.judged import JudgeLog
 from arena_cli.io.lean import VALIDATED, LeanIds, lean_plan, select_wanted
 from arena_cli.io.options import InputOptions
@@ -296,9 +300,10 @@ class _Format:
 _PIECE_BYTES = 4 << 20
 
 
-def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes]]:
+def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes] | None]:
     """A JSON-lines file in blocks of whole lines, about ``size`` bytes each (its byte-order mark dropped), in pieces
-    of whole lines, about :data:`_PIECE_BYTES` each.
+    of whole lines, about :data:`_PIECE_BYTES` each; None, and no more, at a line nested deeper than
+    :data:`~arena_cli.io.json_bytes.DEEPEST`, which the batch path quarantines (polars reads it, up to 1,024 levels).
 
     The file is read into one buffer of a piece's size, over and over (the rest of its last line moved to its start;
     a larger buffer for a line longer than it), so that a block costs one copy: its pieces."""
@@ -313,6 +318,9 @@ def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes]]:
         if cut > start:
             with memoryview(buffer) as view:
                 block.append(bytes(view[start:cut]))
+            if nesting(block[-1], DEEPEST).max() > DEEPEST:
+                yield None
+                return
             held += cut - start
         if block and (held >= size or ended):
             yield block
