@@ -306,6 +306,23 @@ def test_check_names_the_problem_and_repair_fixes_it_deleting_nothing(case, stor
     assert arena("info", "-s", store).exit_code == 0
 
 
+def test_a_published_part_whose_manifest_went_back_is_set_aside_not_deleted(tmp_path):
+    """A manifest restored from a backup (its generation lower, its last part's entry gone) makes that part look
+    like one a killed run staged for the next generation: the next ingest moves it to lost+found, bytes and all,
+    and ingesting it from there brings its battles back."""
+    root = tmp_path / "store"
+    assert arena("ingest", write_votes(tmp_path / "a.jsonl", [vote(i) for i in range(10)]), "--store", root).exit_code == 0
+    published = part(root)
+    digest = hashlib.sha256(published.read_bytes()).hexdigest()
+    edit(lambda m: (m.update(generation=0), m["tables"]["battles"].pop()))(root)
+    assert arena("ingest", write_votes(tmp_path / "b.jsonl", [vote(i) for i in range(10, 14)]), "--store", root).exit_code == 0
+    aside = root / LOST_AND_FOUND / published.relative_to(root)
+    assert hashlib.sha256(aside.read_bytes()).hexdigest() == digest
+    assert arena("ingest", aside, "--store", root).exit_code == 0
+    ids = Store.open(root).read("battles", ["battle_id"])["battle_id"]
+    assert ids.len() == 14 and ids.is_unique().all()
+
+
 def _readable_battles(root: Path) -> dict[str, set[str]]:
     """The battle ids of every battles part file that polars can read with its ids, by file name."""
     found = {}

@@ -12,12 +12,12 @@ Layout::
     STORE/quarantine/part-*.parquet  rejected rows with their reason (QUARANTINE_SCHEMA)
     STORE/features/<key>/part-*.parquet  style features per battle, one folder per (recipe, encoding, version)
     STORE/.lock                    writers hold an exclusive lock on it
-    STORE/lost+found/              what ``arena store repair`` set aside (never written otherwise)
+    STORE/lost+found/              what ``arena store repair`` or a writer set aside (never deleted)
 
 A store that is not consistent (see :mod:`arena_cli.io.manifest`: a listed part missing, a part the manifest
 does not list, ...) is never read nor written: every open says what is wrong (exit 3) and points at ``arena
-store repair``. A writer deletes only what a run that did not finish staged, and only after checking the
-manifest and every part it lists. To read a store with other tools, read the files the manifest lists (or
+store repair``. A writer deletes only the temporaries of a run that did not finish, and sets aside the parts it
+staged, only after checking the manifest and every part it lists. To read a store with other tools, read the files the manifest lists (or
 ``arena export``).
 """
 
@@ -299,7 +299,7 @@ class Store:
 
     @contextmanager
     def write(self, wait: float = 60.0) -> Iterator[Transaction]:
-        """Lock, check the store (deeply: a damaged store is never written), delete what a run that did not
+        """Lock, check the store (deeply: a damaged store is never written), set aside what a run that did not
         finish staged, let the caller stage parts, then publish them atomically.
 
         If the body raises, or the publish fails (a full disk), the staged parts are removed and the manifest is
