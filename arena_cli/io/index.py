@@ -89,9 +89,7 @@ class SortedRuns:
             return
         self.runs.append(self._combined(Run(first, second, values).taken(np.argsort(first, kind="stable"))))
         while len(self.runs) > 1 and len(self.runs[-2]) <= len(self.runs[-1]):
-            newer = self.runs.pop()
-            older = self.runs.pop()
-            self.runs.append(self._merged(older, newer))
+            self.runs.append(self._merged([self.runs.pop(-2), self.runs.pop()]))
 
     def get(self, first: np.ndarray, second: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Per key: whether it is held, and its value (0 when not, and in a set)."""
@@ -138,11 +136,20 @@ class SortedRuns:
             kept.values = np.add.reduceat(run.values, starts).astype(np.uint64)
         return kept
 
-    def _merged(self, older: Run, newer: Run) -> Run:
-        """One run of both: a stable sort of two sorted runs is a linear merge, the older first among equals."""
-        order = np.argsort(np.concatenate([older.first, newer.first]), kind="stable")
-        words = [None if a is None or b is None else np.concatenate([a, b])[order]
-                 for a, b in ((older.first, newer.first), (older.second, newer.second), (older.values, newer.values))]
+    def _merged(self, runs: list[Run]) -> Run:
+        """One run of two (``runs``, older first, emptied here): a stable sort of two sorted runs is a linear merge,
+        the older first among equals. Each word's arrays are let go once merged, so that a merge holds about 40
+        bytes per key at most, not 64 (at 100M battles, the difference is 2.4 GB)."""
+        pending = [[run.first for run in runs], [run.second for run in runs], [run.values for run in runs]]
+        runs.clear()
+        firsts = np.concatenate(pending.pop(0))
+        order = np.argsort(firsts, kind="stable")
+        words = [firsts[order]]
+        del firsts
+        while pending:
+            both = pending.pop(0)
+            words.append(None if both[0] is None or both[1] is None else np.concatenate(both)[order])
+            del both
         return self._combined(Run(*words))  # type: ignore[arg-type]
 
 

@@ -31,7 +31,7 @@ __all__ = ["InputOptions", "IngestResult", "SourceSummary", "check_sources", "in
 #: Battles are written to the store in parts of about this many rows, or fewer when they hold this many bytes
 #: (as polars holds them: long conversations).
 PART_ROWS = 500_000
-PART_BYTES = 128 << 20
+PART_BYTES = 64 << 20
 
 
 def ingest_to_store(store: Store, paths: list[Path], options: InputOptions | None = None, *, strict: bool = False,

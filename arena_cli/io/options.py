@@ -40,7 +40,7 @@ LOCK_WAIT = Bounds("--lock-wait", low=0)
 #: A text file (JSONL, JSON array, CSV) is read in batches of at most ``batch_rows`` rows and about this many
 #: bytes of text; a parquet file in batches of about this many bytes as polars holds them. Bytes bound the
 #: memory a read takes whatever the size of a row (a conversation's texts can run to tens of kilobytes).
-BATCH_BYTES = 64 << 20
+BATCH_BYTES = 32 << 20
 #: Where the store lives when neither ``--store`` nor a non-empty ``$ARENA_STORE`` says.
 DEFAULT_STORE = "arena-store"
 
