@@ -673,6 +673,17 @@ def test_a_jsonl_file_is_read_in_blocks_of_pieces_of_whole_lines(lines, bom, fin
     assert all(sum(map(len, block)) >= size for block in blocks[:-1])
 
 
+def test_pieces_after_a_line_longer_than_a_piece_are_of_a_piece_s_size(monkeypatch):
+    """The buffer made larger to hold a long line is made a piece's size again once the line is read: the pieces
+    after it (searched one at a time, each taking four times its size) are no larger than the pieces before."""
+    monkeypatch.setattr(streamed_jsonl, "_PIECE_BYTES", 16)
+    data = b"abcd\n" * 20 + b"x" * 1000 + b"\n" + b"abcd\n" * 50
+    pieces = [p for block in streamed_jsonl._line_blocks(io.BytesIO(data), 1 << 20) for p in block]
+    assert b"".join(pieces) == data
+    long = next(i for i, p in enumerate(pieces) if b"x" in p)
+    assert all(len(p) <= 16 for p in pieces[:long] + pieces[long + 1 :])
+
+
 #: Ways a JSON number may be spelt: as Python writes it, and with more digits, trailing zeros or exponents.
 SPELLINGS = [repr, "{:.17e}".format, "{:.25g}".format, "{:.20E}".format, lambda v: f"{v}00" if "." in f"{v}" and "e" not in f"{v}" else f"{v}"]
 

@@ -313,7 +313,7 @@ def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes] | None]:
     :data:`~arena_cli.io.json_bytes.DEEPEST`, which the batch path quarantines (polars reads it, up to 1,024 levels).
 
     The file is read into one buffer of a piece's size, over and over (the rest of its last line moved to its start;
-    a larger buffer for a line longer than it), so that a block costs one copy: its pieces."""
+    a larger buffer while a line longer than it is read), so that a block costs one copy: its pieces."""
     buffer = bytearray(max(_PIECE_BYTES, len(codecs.BOM_UTF8)))
     length = fill(handle, buffer, 0)
     start = len(codecs.BOM_UTF8) if buffer.startswith(codecs.BOM_UTF8, 0, length) else 0  # no part of line 1
@@ -334,9 +334,10 @@ def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes] | None]:
             block, held = [], 0
         if ended:
             return
-        if cut:  # the rest of the last line to the buffer's start
+        if cut:  # the rest of the last line to the buffer's start (and a buffer made larger for a long line, back to a piece's size)
             buffer[: length - cut] = buffer[cut:length]
             length, start = length - cut, 0
+            del buffer[max(_PIECE_BYTES, length) :]
         else:  # a line longer than the buffer: read on
             buffer.extend(bytes(len(buffer)))
         length = fill(handle, buffer, length)
