@@ -453,9 +453,9 @@ def _searched(text: pl.Series, layout: _Layout, first_batch: bool) -> pl.LazyFra
 
     A nested field given twice in a line is read by its first value, but the batch path infers its type from the
     last one, which may have other fields or another shape: so the keys of nested fields given a value (not null)
-    must be as many as the values read (:func:`_read`). A line with a value gives its key one at least, and a line
-    without none (spelt as it is), so then each line gives one at most: its first, and nulls after it, which
-    polars' inference skips."""
+    must be as many as the values read (:func:`_read`). Each value read is given to its key (spelt as it is), so
+    then no line gives another: a line gives its key the value read, and nulls after it at most, which polars'
+    inference skips."""
     search = pl.col("text")
     paired = search.str.extract_all(_MESSAGE_KEYS).explode().drop_nulls().str.ends_with('"').all() if layout.conversations else pl.lit(True)
     found = search.str.contains(_sought(layout, first_batch, "")).any()
