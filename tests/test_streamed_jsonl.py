@@ -186,7 +186,11 @@ HOSTILE = {
     "content key spelt with an escape": _splice(b'"content":', b'"c\\u006fntent":'),
     "content key given twice": _splice(b'"content":', b'"content":null,"content":'),
     "conversation given twice": _splice(b"{", b'{"conversation_a":[{"role":"user"}],'),
+    "conversation given twice, then of another shape": lambda rows, lines, at: lines.__setitem__(at, lines[at][:-1] + b',"conversation_a":[{"type":"text"}]}'),
+    "conv_metadata given twice, then with other counts": lambda rows, lines, at: lines.__setitem__(at, lines[at][:-1] + b',"conv_metadata":{"turns":1}}'),
+    "conv_metadata given twice, then null": lambda rows, lines, at: lines.__setitem__(at, lines[at][:-1] + b',"conv_metadata":null}'),
     "late null id": _set("id", None),
+    "late null id spelt with an escape": _splice(b"{", b'{"i\\u0064":null,'),
     "late Kaggle winner columns": lambda rows, lines, at: lines.__setitem__(at, _line({**rows[at], "winner_model_a": 1, "winner_model_b": 0})),
     "late null Kaggle winner columns": lambda rows, lines, at: lines.__setitem__(at, _line({**rows[at], "winner_model_a": None, "winner_model_b": None})),
     "missing winner": _set("winner", _DROP),
@@ -301,6 +305,8 @@ def _assert_same(fast, batch):
 
 
 CLEAN = [_vote(i) for i in range(12)]
+#: Votes with nothing nested in them.
+FLAT = [{k: v for k, v in vote.items() if k != "conv_metadata"} for vote in CLEAN]
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -317,6 +323,8 @@ CLEAN = [_vote(i) for i in range(12)]
 @example(CLEAN, [("self battle", 0)], ["byte-order mark", "CRLF line ends"], PLAIN, (2, 3), 1, 1)
 @example(CLEAN, [("nested as deeply as may be", 2), ("nested deeper than polars infers", 5)], [], STYLED, (200_000, 64 << 20), 1, 4 << 20)
 @example(CLEAN, [("nested too deeply", 3), ("objects nested too deeply", 8)], ["CRLF line ends"], PLAIN, (5, 700), 1, 500)
+@example(CLEAN, [("conv_metadata given twice, then with other counts", 1)], [], STYLED, (2, 3), 1, 4 << 20)
+@example(FLAT, [("late null id spelt with an escape", 2)], [], PLAIN, (200_000, 64 << 20), 1, 4 << 20)
 @given(
     fastchat_rows(12), st.lists(st.tuples(st.sampled_from(sorted(HOSTILE)), st.integers(0, 11)), max_size=3),
     st.lists(st.sampled_from(sorted(WHOLE_FILE)), max_size=2, unique=True), st.sampled_from([PLAIN, STYLED]),
@@ -398,7 +406,8 @@ CONVERSATIONS = st.lists(USUAL_MESSAGES | USUAL_MESSAGES | ODD_MESSAGES, max_siz
 #: What else a line may hold that has the keys of messages: other lists of messages, a message at the top level, a
 #: conversation given twice, such keys nested elsewhere.
 EXTRAS = st.sampled_from(["", ',"messages":[{"role":"user","content":"x"}]', ',"role":"user","content":"x"', ',"conversation_a":[{"role":"user"}]',
-                          ',"meta":{"content":null}', ',"meta":{"role":"user","content":"x"}'])
+                          ',"meta":{"content":null}', ',"meta":{"role":"user","content":"x"}', ',"conversation_b":[{"type":"text"}]', ',"conversation_b":null',
+                          ',"conv_metadata":{}'])
 
 
 @st.composite
@@ -444,6 +453,8 @@ LAX = [
 @example([USUAL_LINE, _with_conversation(LAX[2])], PLAIN, (2, 3), 1, 4 << 20)
 @example([USUAL_LINE, _with_conversation(LAX[3])], PLAIN, (2, 3), 1, 300)
 @example([USUAL_LINE, _with_conversation(LAX[4])], STYLED, (2, 3), 1, 4 << 20)
+@example([USUAL_LINE, USUAL_LINE[:-1] + b',"conversation_a":[{"type":"text"}]}'], PLAIN, (2, 3), 1, 4 << 20)
+@example([USUAL_LINE, USUAL_LINE.replace(b'"conversation_a"', b'"conversation\\u005fa"', 1)[:-1] + b',"conversation_a":[{"type":"text"}]}'], PLAIN, (2, 3), 1, 4 << 20)
 @given(conversation_lines(8, usual=False), st.sampled_from([PLAIN, STYLED]), st.sampled_from([(200_000, 64 << 20), (3, 2500), (2, 3)]), st.integers(1, 8),
        st.sampled_from([1, 300, 4 << 20]))
 def test_conversations_are_read_as_the_batch_path_reads_them(tmp_path, monkeypatch, lines, columns, batch, prefix, piece):
@@ -660,6 +671,17 @@ def test_a_jsonl_file_is_read_in_blocks_of_pieces_of_whole_lines(lines, bom, fin
     pieces = [p for block in blocks for p in block]
     assert all(pieces) and all(p.endswith(b"\n") for p in pieces[:-1])
     assert all(sum(map(len, block)) >= size for block in blocks[:-1])
+
+
+def test_pieces_after_a_line_longer_than_a_piece_are_of_a_piece_s_size(monkeypatch):
+    """The buffer made larger to hold a long line is made a piece's size again once the line is read: the pieces
+    after it (searched one at a time, each taking four times its size) are no larger than the pieces before."""
+    monkeypatch.setattr(streamed_jsonl, "_PIECE_BYTES", 16)
+    data = b"abcd\n" * 20 + b"x" * 1000 + b"\n" + b"abcd\n" * 50
+    pieces = [p for block in streamed_jsonl._line_blocks(io.BytesIO(data), 1 << 20) for p in block]
+    assert b"".join(pieces) == data
+    long = next(i for i, p in enumerate(pieces) if b"x" in p)
+    assert all(len(p) <= 16 for p in pieces[:long] + pieces[long + 1 :])
 
 
 #: Ways a JSON number may be spelt: as Python writes it, and with more digits, trailing zeros or exponents.

@@ -42,7 +42,9 @@ What polars (2.1) does with what a log may hold, read with an explicit schema, a
   are not blank (:class:`LineSpans`) when a block has any; a line of a vertical tab or form feed: an error;
 * CRLF line ends: read as LF ends; a byte-order mark: an error, so it is dropped first, as the batch path does;
 * a key given twice: its first value, as the batch path reads it (by polars, and by Python's json module, which
-  it has keep the first value too);
+  it has keep the first value too); but polars infers a field's type from its last value, so that the batch path
+  may read a nested field (conversations, ``conv_metadata``) given twice in a line with the fields or the shape of
+  the other value: found on the bytes (:func:`_searched`), and the batch path reads the file;
 * a nested value where text is read: rendered as text (``{"a": 1}``, not JSON); found by the first character of
   the values read as text, or for the texts of messages by their keys on the bytes (:func:`_searched`, which also
   finds a message without a text, or with a null one), and the batch path reads the file;
@@ -94,11 +96,12 @@ PREFIX_BYTES = 4 << 20
 _SPACE = r"\s*"
 _STRING = r'"(?:[^"\\]|\\.)*"'
 #: Escapes sought on the bytes, by what follows their ``\u``: a high surrogate not followed by a low one, which
-#: polars reads as NUL and Python's json module as an unpaired surrogate (a line the batch path quarantines); and
-#: (where conversations are read) a lower-case letter, which JSON writers never escape (``\u0072``, ``r``), since
-#: the keys of messages are sought as they are spelt without (:data:`_MESSAGE_KEYS`).
+#: polars reads as NUL and Python's json module as an unpaired surrogate (a line the batch path quarantines); and a
+#: letter, a digit or an underscore, which JSON writers never escape (``\u0072``, ``r``), since keys are sought as
+#: they are spelt without (those :class:`_Layout` searches for, those of messages, :data:`_MESSAGE_KEYS`, and of
+#: nested fields, :func:`_searched`).
 _LONE_HIGH = r"[dD][89abAB][0-9a-fA-F]{2}(?:[^\\]|\\[^u]|\\u[^dD]|\\u[dD][^c-fC-F])"
-_LETTER = r"00(?:6[1-9a-fA-F]|7[0-9aA])"
+_NAME_CHARACTER = r"00(?:3[0-9]|[46][1-9a-fA-F]|[57][0-9aA]|5[fF])"
 #: What comes before an escape's ``\u`` (a string's quote at least), so that a ``\u`` after an escaped backslash
 #: is none: searched for only where a ``\u`` alone is found (a pattern that starts with a literal is searched
 #: for much faster).
@@ -106,7 +109,7 @@ _NOT_ESCAPED = r"[^\\](?:\\\\)*"
 #: The keys ``role`` and ``content`` of an object: both, side by side (role first or content first) with a string
 #: for the first one's value and up to the second one's opening quote (a message, as logs write it); or either
 #: alone. Only a key follows a brace or a comma and white space straight away (a quote within a string is escaped).
-#: (A key spelt with an escaped letter is not found: see :data:`_LETTER`.)
+#: (A key spelt with an escaped letter is not found: see :data:`_NAME_CHARACTER`.)
 _MESSAGE_KEYS = (
     rf'[{{,]{_SPACE}(?:"role"{_SPACE}:{_SPACE}{_STRING}{_SPACE},{_SPACE}"content"|"content"{_SPACE}:{_SPACE}{_STRING}{_SPACE},{_SPACE}"role")'
     rf'{_SPACE}:{_SPACE}"|[{{,]{_SPACE}"(?:role|content)"{_SPACE}:'
@@ -168,8 +171,7 @@ class _Layout:
     on a value in one, and the batch path reads the file. Absent and null mean the same for a field: a null value
     parses to null and fails no check in :func:`canonicalize`, and :func:`~arena_cli.schema.conform` gives an
     absent field null (or its default); an extra that no caller wants is dropped. Not so for keys whose mere
-    presence, with null values only, changes the battles, searched for on the bytes too (a key spelt with escapes,
-    ``"i\\u0064"``, given only nulls, is missed): ``column_keys``, extras the caller wants (a key given only nulls
+    presence, with null values only, changes the battles, searched for on the bytes too: ``column_keys``, extras the caller wants (a key given only nulls
     still gives the battles a column, where an absent one gives none); ``first_batch_keys``, keys that would take a
     field the plan maps from another column (``id`` before ``question_id``) or make the log Kaggle's, in the lines
     of the batch path's first batch, which decide its plan. Both as the text searched for: a key in quotes, or
@@ -194,6 +196,11 @@ class _Layout:
     @property
     def conversations(self) -> tuple[str, ...]:
         return tuple(c for c, dtype in self.schema.items() if dtype in (CONVERSATION, _ROLES))
+
+    @property
+    def nested(self) -> tuple[str, ...]:
+        """The nested fields read (conversations, ``conv_metadata``, as text too)."""
+        return tuple(c for c, dtype in self.schema.items() if dtype.is_nested() or c == self.meta_text)
 
     @property
     def checked_only(self) -> tuple[str, ...]:
@@ -306,7 +313,7 @@ def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes] | None]:
     :data:`~arena_cli.io.json_bytes.DEEPEST`, which the batch path quarantines (polars reads it, up to 1,024 levels).
 
     The file is read into one buffer of a piece's size, over and over (the rest of its last line moved to its start;
-    a larger buffer for a line longer than it), so that a block costs one copy: its pieces."""
+    a larger buffer while a line longer than it is read), so that a block costs one copy: its pieces."""
     buffer = bytearray(max(_PIECE_BYTES, len(codecs.BOM_UTF8)))
     length = fill(handle, buffer, 0)
     start = len(codecs.BOM_UTF8) if buffer.startswith(codecs.BOM_UTF8, 0, length) else 0  # no part of line 1
@@ -327,9 +334,10 @@ def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes] | None]:
             block, held = [], 0
         if ended:
             return
-        if cut:  # the rest of the last line to the buffer's start
+        if cut:  # the rest of the last line to the buffer's start (and a buffer made larger for a long line, back to a piece's size)
             buffer[: length - cut] = buffer[cut:length]
             length, start = length - cut, 0
+            del buffer[max(_PIECE_BYTES, length) :]
         else:  # a line longer than the buffer: read on
             buffer.extend(bytes(len(buffer)))
         length = fill(handle, buffer, length)
@@ -426,34 +434,44 @@ def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> tuple[pl.D
         frame, searched = pl.collect_all([pl.scan_ndjson(sources, schema=layout.schema), _searched(text, layout, first_batch)])
     except (Exception, pl.exceptions.PanicException):
         return None
-    found, paired, newlines = searched.row(0)
+    found, paired, given, newlines = searched.row(0)
     if found and text.str.contains(_sought(layout, first_batch, _NOT_ESCAPED)).any() or not paired:
         return None
-    return None if frame.select(_unusual(layout).any()).item() else (frame, newlines)
+    unusual, values = frame.select(_unusual(layout).any(), pl.sum_horizontal(0, *(pl.col(c).is_not_null().sum() for c in layout.nested))).row(0)
+    return None if unusual or given != values else (frame, newlines)
 
 
 def _searched(text: pl.Series, layout: _Layout, first_batch: bool) -> pl.LazyFrame:
     """What the text of a block (in pieces of whole lines) is searched for: whether it may hold what the batch path
     reads otherwise (:func:`_sought`: any ``\\u`` taken for an escape); whether, when the block has conversations,
-    every key ``role`` or ``content`` in it is in a pair (:data:`_MESSAGE_KEYS`); and its line ends.
+    every key ``role`` or ``content`` in it is in a pair (:data:`_MESSAGE_KEYS`); the keys of nested fields given
+    a value other than null; and its line ends.
 
     When every such key is in a pair, each has a string (not null, not nested) and its partner beside it: so every
     message, which has a role (:func:`_unusual`: a key spelt as it is, since no letter is escaped), has a text,
-    whichever of a key given twice is read."""
+    whichever of a key given twice is read.
+
+    A nested field given twice in a line is read by its first value, but the batch path infers its type from the
+    last one, which may have other fields or another shape: so the keys of nested fields given a value (not null)
+    must be as many as the values read (:func:`_read`). Each value read is given to its key (spelt as it is), so
+    then no line gives another: a line gives its key the value read, and nulls after it at most, which polars'
+    inference skips."""
     search = pl.col("text")
     paired = search.str.extract_all(_MESSAGE_KEYS).explode().drop_nulls().str.ends_with('"').all() if layout.conversations else pl.lit(True)
     found = search.str.contains(_sought(layout, first_batch, "")).any()
-    return pl.LazyFrame({"text": text}).select(found.alias("found"), paired.alias("paired"), search.str.count_matches("\n", literal=True).sum())
+    keys = "|".join(re.escape(c) for c in layout.nested)
+    given = search.str.count_matches(rf'"(?:{keys})"{_SPACE}:{_SPACE}[^n\s]').sum() if keys else pl.lit(0, dtype=pl.UInt32)
+    newlines = search.str.count_matches("\n", literal=True).sum()
+    return pl.LazyFrame({"text": text}).select(found.alias("found"), paired.alias("paired"), given.alias("given"), newlines.alias("newlines"))
 
 
 def _sought(layout: _Layout, first_batch: bool, before: str) -> str:
-    """The pattern of what a block must not hold: the escapes sought (:data:`_LONE_HIGH`, and :data:`_LETTER` where
-    conversations are read), ``before`` their ``\\u`` (see :data:`_NOT_ESCAPED`); the keys :class:`_Layout` searches
-    for; a ``conv_metadata`` given as text where it is read as text (polars renders an object as text much like it)."""
-    escapes = "|".join([_LONE_HIGH, *([_LETTER] if layout.conversations else [])])
+    """The pattern of what a block must not hold: the escapes sought (:data:`_LONE_HIGH`, :data:`_NAME_CHARACTER`),
+    ``before`` their ``\\u`` (see :data:`_NOT_ESCAPED`); the keys :class:`_Layout` searches for; a ``conv_metadata``
+    given as text where it is read as text (polars renders an object as text much like it)."""
     keys = [*layout.column_keys, *(layout.first_batch_keys if first_batch else ())]
     meta = [rf'"{re.escape(layout.meta_text)}"{_SPACE}:{_SPACE}"'] if layout.meta_text else []
-    return "|".join([rf"{before}\\u(?:{escapes})", *(re.escape(key) for key in keys), *meta])
+    return "|".join([rf"{before}\\u(?:{_LONE_HIGH}|{_NAME_CHARACTER})", *(re.escape(key) for key in keys), *meta])
 
 
 def _unusual(layout: _Layout) -> pl.Expr:
