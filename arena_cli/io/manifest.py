@@ -34,8 +34,19 @@ FORMAT = "arena-store"
 FORMAT_VERSION = 1
 #: The top folders of the store's tables (``features/<key>`` tables live under ``features``).
 TABLE_FOLDERS = ("battles", "quarantine", "features")
-#: Where ``arena store repair`` moves what it does not keep (it deletes nothing).
+#: Where ``arena store repair`` moves what it does not keep, and a writer the parts it finds staged (neither deletes them).
 LOST_AND_FOUND = "lost+found"
+
+
+def aside_path(root: Path, path: str) -> Path:
+    """Where ``path`` (relative to the store's ``root``) goes in lost+found: the same relative path, numbered if
+    taken, so that nothing set aside earlier is overwritten."""
+    target = root / LOST_AND_FOUND / path
+    number = 0
+    while os.path.lexists(target):
+        number += 1
+        target = root / LOST_AND_FOUND / f"{path}.{number}"
+    return target
 
 TABLE_NAME = re.compile(r"battles|quarantine|features/(?!\.\.?(?:/|$))[A-Za-z0-9_.+-]+")
 PART_NAME = re.compile(r"part-(\d{6,})-[0-9a-f]{8}\.parquet")

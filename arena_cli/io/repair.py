@@ -43,6 +43,7 @@ from arena_cli.io.manifest import (
     TABLE_NAME,
     TEMPORARY_NAME,
     Problem,
+    aside_path,
     by_importance,
     check_part,
     entries,
@@ -476,16 +477,6 @@ def _plan(root: Path, adopt_unpublished: bool) -> tuple[_Plan, bool]:
     return plan, rewrite
 
 
-def _aside(root: Path, path: str) -> Path:
-    """Where ``path`` goes in lost+found: the same relative path, numbered if taken."""
-    target = root / LOST_AND_FOUND / path
-    number = 0
-    while os.path.lexists(target):
-        number += 1
-        target = root / LOST_AND_FOUND / f"{path}.{number}"
-    return target
-
-
 def _link(source: Path, target: Path) -> None:
     """A second name for a part (a hard link; a copy where the file system has none): the first stays until the
     new manifest lists the second."""
@@ -515,7 +506,7 @@ def _apply(plan: _Plan) -> None:
     moved: list[tuple[Path, Path]] = []
 
     def move(path: str) -> None:
-        target = _aside(root, path)
+        target = aside_path(root, path)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(root / path, target)
         moved.append((root / path, target))
@@ -523,7 +514,7 @@ def _apply(plan: _Plan) -> None:
 
     with writing(root):
         if old is not None:
-            atomic_write_bytes(_aside(root, MANIFEST), old)
+            atomic_write_bytes(aside_path(root, MANIFEST), old)
         try:
             for source, name in plan.renames:
                 created.append(root / name)

@@ -46,6 +46,7 @@ from arena_cli.io.manifest import (
     MANIFEST,
     TABLE_FOLDERS,
     Problem,
+    aside_path,
     by_importance,
     empty_manifest,
     first_line,
@@ -55,7 +56,6 @@ from arena_cli.io.manifest import (
     part_files,
     read_manifest,
     schema_problem,
-    LOST_AND_FOUND,
     staged_leftovers,
     union_with,
     unreadable_data,
@@ -402,6 +402,6 @@ def _set_aside(root: Path, leftover: Path) -> None:
     if not leftover.name.startswith("part-"):
         leftover.unlink(missing_ok=True)
         return
-    aside = root / LOST_AND_FOUND / leftover.relative_to(root)
+    aside = aside_path(root, leftover.relative_to(root).as_posix())
     aside.parent.mkdir(parents=True, exist_ok=True)
     leftover.replace(aside)
