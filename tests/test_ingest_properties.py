@@ -223,6 +223,41 @@ def test_parquet_rows_are_checked_per_distinct_value_exactly_as_per_row(tmp_path
     assert fast.quarantine.equals(slow.quarantine)
 
 
+field_texts = st.sampled_from(["1", "0", "2", " 3", "3 ", "1.0", "1.5", "-2", "1e3", "nan", "inf", "", "  ", "true", " TRUE", "no", "Yes", "maybe", None])
+time_texts = st.sampled_from(["1740960014.859", "1740960014859", "0", "-5", "1e9", "nan", "inf", " 1740960014", "", "2024-05-01 10:00:00",
+                              "2024-05-01T10:00:00+02:00", "2024-05-01", "yesterday", None])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(time_texts, field_texts, field_texts), min_size=1, max_size=12))
+@example([("1740960014.859", "1", "true"), ("1740960014859", "2", "false")])
+@example([("1740960014.859", "1", "true"), ("2024-05-01", " 2", "no")])
+def test_text_fields_parsed_per_batch_equal_those_parsed_per_row(rows):
+    """Timestamps, turns and anony flags given as text are parsed per distinct value, and number timestamps
+    without the date formats, when the batch allows: the battles and rejections equal those of parsing every
+    row in full."""
+    from arena_cli.io import canonical
+    from arena_cli.io.dialects import Plan
+    from arena_cli.io.readers import ROW
+
+    batch = pl.DataFrame(
+        [("m1", "m2", "model_a", *row, number) for number, row in enumerate(rows, 1)],
+        schema={"model_a": pl.String, "model_b": pl.String, "winner": pl.String, "tstamp": pl.String, "turn": pl.String, "anony": pl.String, ROW: pl.Int64},
+        orient="row",
+    )
+    plan = Plan("arena", {"model_a": "model_a", "model_b": "model_b", "outcome": "winner", "timestamp": "tstamp", "turn": "turn", "anony": "anony"}, ())
+    labels = {label: label for label in ("model_a", "model_b", "tie", "both_bad")}
+    fast = canonical.canonicalize(batch, plan, labels, "votes.jsonl")
+    original = canonical.field_exprs
+    canonical.field_exprs = lambda schema, col, extras=(), batch=None: original(schema, col, extras)
+    try:
+        slow = canonical.canonicalize(batch, plan, labels, "votes.jsonl")
+    finally:
+        canonical.field_exprs = original
+    assert fast[0].equals(slow[0])
+    assert fast[1].equals(slow[1])
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.lists(

@@ -47,23 +47,41 @@ COUNT = "not a valid count (a whole number from 0 to 2^53-1)"
 Check = tuple[str, pl.Expr, str | None, "str | pl.Expr"]
 
 
-def field_exprs(schema: pl.Schema, col: dict[str, str], extras: Sequence[str] = ()) -> tuple[dict[str, pl.Expr], list[Check]]:
+def field_exprs(
+    schema: pl.Schema, col: dict[str, str], extras: Sequence[str] = (), batch: pl.DataFrame | None = None
+) -> tuple[dict[str, pl.Expr], list[Check]]:
     """The typed fields (weight, timestamp, turn, anony, counts) and plain text fields (judge, question_id, language,
     category) a plan maps, as expressions on the source columns, with the wrong-type check of each typed one;
-    and the checks of the ``extras`` that hold precomputed style features (see :func:`feature_checks`)."""
+    and the checks of the ``extras`` that hold precomputed style features (see :func:`feature_checks`).
+
+    ``batch``: the rows the expressions are for, when known. Text fields of few values (turn, anony) are then
+    parsed once per distinct value, and text timestamps that are all numbers skip the date formats: a JSON log
+    gives these as text, and parsing them row by row cost a JSON fit more than its battles' other fields."""
     out: dict[str, pl.Expr] = {}
     bad: list[Check] = feature_checks(schema, extras)
     parsers = {"weight": parse_weight, "timestamp": parse_timestamp, "turn": parse_turn, "anony": parse_boolean, **{c: parse_count for c in META_COLUMNS}}
     for name, parse in parsers.items():
-        if name in col:
-            out[name] = parse(col[name], schema[col[name]])
-            dtype = schema[col[name]]
-            present = parse_text(col[name], dtype).is_not_null() if dtype == pl.String else pl.col(col[name]).is_not_null()  # blank text is absent
-            bad.append((QuarantineReason.WRONG_TYPE.value, present, name, f"{col[name]}: {WANTED.get(name, COUNT)}"))
+        if name not in col:
+            continue
+        source, dtype = col[name], schema[col[name]]
+        value = parse(source, dtype)
+        present = parse_text(source, dtype).is_not_null() if dtype == pl.String else pl.col(source).is_not_null()  # blank text is absent
+        if batch is not None and dtype == pl.String:
+            if name in ("turn", "anony"):
+                value, present = by_distinct(batch, source, value), by_distinct(batch, source, present)
+            elif name == "timestamp" and _number_texts(batch, source):
+                value, present = parse_timestamp(source, dtype, texts=False), pl.col(source).is_not_null()
+        out[name] = value
+        bad.append((QuarantineReason.WRONG_TYPE.value, present, name, f"{source}: {WANTED.get(name, COUNT)}"))
     for name in ("judge", "question_id", "language", "category"):
         if name in col:
             out[name] = parse_text(col[name], schema[col[name]])
     return out, bad
+
+
+def _number_texts(batch: pl.DataFrame, column: str) -> bool:
+    """Whether every value of a text column is a number as written (no blank, no space around it, no date)."""
+    return not batch.select((pl.col(column).cast(pl.Float64, strict=False).is_null() & pl.col(column).is_not_null()).any()).item()
 
 
 def typed_meta(schema: pl.Schema, col: dict[str, str], in_range: bool = False) -> tuple[dict[str, pl.Expr], list[Check]]:
@@ -181,7 +199,7 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
 
     # the wrong-type flags are computed with the fields in one pass; the checks then only read computed
     # columns, so no parser runs twice
-    fields, bad = field_exprs(schema, col, plan.extras)
+    fields, bad = field_exprs(schema, col, plan.extras, batch)
     out.update(fields)
 
     decoded: dict[str, pl.Series] = {}
