@@ -232,8 +232,10 @@ class Problem:
         return sums
 
     def _block_rows(self) -> int:
-        """Rows per block of the per-pair sums: each block's sums cost a pass over all pairs."""
-        return max(CHUNK, 8 * self.n_pairs)
+        """Rows per block of the per-pair sums: each block's sums cost a pass over all pairs, so a block has several
+        times as many rows as there are pairs; but no more than ``PAIR_BLOCK``, so that two threads share even a
+        million rows of a few hundred models (of 10⁵ pairs) evenly, in work arrays of a few MB."""
+        return max(CHUNK, min(8 * self.n_pairs, PAIR_BLOCK))
 
     def _block(self, per_row: np.ndarray, factor: np.ndarray | None, rows: slice, slot: int = 0) -> np.ndarray:
         """``rows`` of a per-row quantity, times ``factor`` (into a work array: never a product of every row)."""
@@ -407,6 +409,8 @@ def _newton(
 
 #: Rows per block of the per-row computations (2 MB per work array).
 CHUNK = 1 << 18
+#: Rows per block of the per-pair sums, at most (see :meth:`Problem._block_rows`).
+PAIR_BLOCK = 1 << 19
 #: A Newton step moving no parameter by more than this (log-odds) is taken in full without a line search.
 TRUSTED_STEP = 0.05
 #: How far below ``tol`` the predicted next step must be to stop before taking it.
