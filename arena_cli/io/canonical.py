@@ -68,7 +68,8 @@ def field_exprs(
         present = parse_text(source, dtype).is_not_null() if dtype == pl.String else pl.col(source).is_not_null()  # blank text is absent
         if batch is not None and dtype == pl.String:
             if name in ("turn", "anony"):
-                value, present = by_distinct(batch, source, value), by_distinct(batch, source, present)
+                both = by_distinct(batch, source, pl.struct(value.alias("value"), present.alias("present")))
+                value, present = both.struct.field("value"), both.struct.field("present")
             elif name == "timestamp" and _number_texts(batch, source):
                 value, present = parse_timestamp(source, dtype, texts=False), pl.col(source).is_not_null()
         out[name] = value

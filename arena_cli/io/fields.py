@@ -191,15 +191,16 @@ def by_distinct(batch: pl.DataFrame, column: str, expr: pl.Expr) -> pl.Expr:
     winner labels, turn numbers and yes/no flags: each is trimmed and parsed once, not once per vote."""
     if batch.schema[column] != pl.String:
         return expr
-    distinct = batch.select(pl.col(column).unique()).with_columns(expr.alias("__value"))
-    dtype = distinct.schema["__value"]
-    if dtype == pl.String and distinct.select(pl.col(column).eq_missing(pl.col("__value")).all()).item():
+    distinct = changed_values(batch.select(pl.col(column).unique()), column, expr)
+    if distinct is None:
         return pl.col(column)
-    return pl.col(column).replace_strict(distinct[column], distinct["__value"], default=None, return_dtype=dtype)
+    return pl.col(column).replace_strict(distinct[column], distinct["__value"], default=None, return_dtype=distinct.schema["__value"])
 
 
 def changed_values(distinct: pl.DataFrame, column: str, expr: pl.Expr) -> pl.DataFrame | None:
-    """The distinct values of ``column`` with ``expr`` of each (``__value``); None when it leaves all as they are."""
+    """The distinct values of ``column`` with ``expr`` of each (``__value``); None when it leaves all as they are
+    (values of another type are never left as they are)."""
     distinct = distinct.with_columns(expr.alias("__value"))
-    return None if distinct.select(pl.col(column).eq_missing(pl.col("__value")).all()).item() else distinct
+    same_type = distinct.schema["__value"] == distinct.schema[column]
+    return None if same_type and distinct.select(pl.col(column).eq_missing(pl.col("__value")).all()).item() else distinct
 

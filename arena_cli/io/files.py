@@ -13,6 +13,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import io
+import itertools
 import lzma
 import os
 import shutil
@@ -22,15 +23,18 @@ import weakref
 import zlib
 from typing import TYPE_CHECKING
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, TypeVar, cast
 
 from arena_cli.errors import InputError
 
 if TYPE_CHECKING:
     import polars as pl
+
+_T = TypeVar("_T")
 
 #: A file name standing for standard input.
 STDIN = "-"
@@ -213,3 +217,15 @@ def text_content(path: str | os.PathLike[str], container: str) -> None:
     """Before a text read (JSONL, JSON, CSV): a file that holds parquet gets a message saying so."""
     if _decompressed_head(path)[:4] == PARQUET_MAGIC:
         raise InputError(f"{path}: holds parquet, not {container}; use --input-format parquet")
+
+
+def read_ahead(items: Iterator[_T]) -> Iterator[_T]:
+    """``items``, the next one made on a thread of its own while the caller works on this one: reading a file's
+    next slice or block (file reads, numpy and polars, which let go of the interpreter) overlaps the checks of the
+    one before it, which alone leave one of two cores idle part of the time. One item ahead at most; the items are
+    made one after another, in order, as without it (a caller that stops early waits for the one being made)."""
+    with ThreadPoolExecutor(1) as worker:
+        ahead = worker.submit(lambda: list(itertools.islice(items, 1)))
+        while made := ahead.result():
+            ahead = worker.submit(lambda: list(itertools.islice(items, 1)))
+            yield made.pop()  # (not kept here: the caller alone holds it)

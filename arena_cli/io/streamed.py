@@ -10,7 +10,6 @@ mapped by ``map_batch`` (so only the mapped values are held for the whole file);
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from arena_cli.io.canonical import Check, canonicalize, extra_exprs, field_exprs
 from arena_cli.io.fields import changed_values, parse_text
 from arena_cli.io.duplicates import CONTENT_ID
 from arena_cli.io.lean import LeanIds, LeanParquet, select_wanted
-from arena_cli.io.files import scan_parquet
+from arena_cli.io.files import read_ahead, scan_parquet
 from arena_cli.io.readers import ROW, corrupt_parquet
 from arena_cli.io.results import IngestResult, ReadPath, SourceSummary
 from arena_cli.schema import Frame, conform, empty_quarantine
@@ -92,18 +91,13 @@ def _read_file(
     size = slice_rows(rows)
     starts = range(0, max(rows, 1), size)
     slices: list[_Slice] = []
-    with ThreadPoolExecutor(1) as reader:  # reads the next slice while this one is checked (polars lets go of the GIL)
-        ahead = reader.submit(_collect, scan.slice(starts[0], size), path)
-        for number, start in enumerate(starts):
-            frame = ahead.result()
-            if number + 1 < len(starts):
-                ahead = reader.submit(_collect, scan.slice(starts[number + 1], size), path)
-            found = _read_slice(frame, start, path, lean, labels, columns, map_batch)
-            del frame
-            if found is None:
-                ahead.cancel()
-                return None
-            slices.append(found)
+    frames = read_ahead(_collect(scan.slice(start, size), path) for start in starts)  # the next slice read while this one is checked
+    for start, frame in zip(starts, frames):
+        found = _read_slice(frame, start, path, lean, labels, columns, map_batch)
+        del frame
+        if found is None:
+            return None
+        slices.append(found)
     ids = pl.concat([found.ids for found in slices])
     taken = pl.concat([found.battles for found in slices], how="diagonal_relaxed", rechunk=False)
     return rows, ids, taken, pl.concat([empty_quarantine(), *(found.rejected for found in slices)])

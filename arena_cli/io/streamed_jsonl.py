@@ -64,13 +64,11 @@ from __future__ import annotations
 
 import codecs
 import io
-import itertools
 import re
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO
 
 import numpy as np
 import polars as pl
@@ -80,7 +78,7 @@ from arena_cli.io.array_lines import array_lines, fill
 from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMNS, canonicalize, numeric_extras
 from arena_cli.io.dialects import ARENA_COLUMNS, Plan, container_for, plan_for
 from arena_cli.io.fields import meta_dtype
-from arena_cli.io.files import opened
+from arena_cli.io.files import opened, read_ahead
 from arena_cli.io.json_bytes import DEEPEST, nesting
 from arena_cli.io.judged import JudgeLog
 from arena_cli.io.lean import VALIDATED, LeanIds, lean_plan, select_wanted
@@ -121,8 +119,6 @@ _KAGGLE_WINNERS = '"winner_model_'
 #: Conversations read only to be checked: the role of each message (its content is still read by polars, not kept).
 _ROLES = pl.List(pl.Struct({"role": pl.String()}))
 
-_T = TypeVar("_T")
-
 #: What one block gives: its accepted battles, its rejected rows (quarantine), and the rows it read.
 Block = tuple[pl.DataFrame, pl.DataFrame, int]
 
@@ -144,7 +140,7 @@ def read_json_streamed(
             return ReadPath.LEAN
         summary = SourceSummary(str(path), id_column=layout.id_column)
         summaries.append(summary)
-        for read in _read_ahead(_blocks(Path(path), _FORMATS[container], layout, options, labels)):
+        for read in read_ahead(_blocks(Path(path), _FORMATS[container], layout, options, labels)):
             if read is None:
                 return ReadPath.LEAN
             accepted, rejected, rows = read
@@ -375,27 +371,12 @@ _FORMATS = {
 }
 
 
-def _read_ahead(items: Iterator[_T]) -> Iterator[_T]:
-    """``items``, the next one made on a thread of its own while the caller works on this one: reading and
-    checking a block (file reads, numpy and polars, which let go of the interpreter) overlaps the work on the one
-    before it, which alone leaves one of two cores idle part of the time. One item ahead at most; the items are
-    made one after another, in order, as without it."""
-    def following() -> list[_T]:  # [] when there is none
-        return [item for item in itertools.islice(items, 1)]
-
-    with ThreadPoolExecutor(1) as worker:
-        ahead = worker.submit(following)
-        while made := ahead.result():
-            ahead = worker.submit(following)
-            yield made[0]  # (a caller that stops here leaves the worker to finish the next item first)
-
-
 def _blocks(path: Path, form: _Format, layout: _Layout, options: InputOptions, labels: dict[str, str]) -> Iterator[Block | None]:
     """Each block of the file, read (see :func:`_read_block`): about ``batch_bytes`` of whole lines at a time."""
     first = 1
     rows = counted = 0  # rows read, and bytes of them the batch path counts, at least (while it may matter)
     with opened(path) as handle:
-        for pieces in _read_ahead(form.blocks(handle, options.batch_bytes)):
+        for pieces in read_ahead(form.blocks(handle, options.batch_bytes)):
             if pieces is None:
                 yield None
                 return
