@@ -168,7 +168,8 @@ class _Layout:
 
     ``watched``: keys the first lines lack that would change the plan (a field it lacks, as ``weight`` or the
     counts; an extra that validation reads, as a style feature; any key below), read as null columns: polars fails
-    on a value in one, and the batch path reads the file. Absent and null mean the same for a field: a null value
+    on a value in one, and the batch path reads the file. Only a block whose bytes hold one of them (in quotes) is
+    read with those columns (:func:`_read`): each costs polars as much as a field it reads, and they are dozens. Absent and null mean the same for a field: a null value
     parses to null and fails no check in :func:`canonicalize`, and :func:`~arena_cli.schema.conform` gives an
     absent field null (or its default); an extra that no caller wants is dropped. Not so for keys whose mere
     presence, with null values only, changes the battles, searched for on the bytes too: ``column_keys``, extras the caller wants (a key given only nulls
@@ -203,9 +204,14 @@ class _Layout:
         return tuple(c for c, dtype in self.schema.items() if dtype.is_nested() or c == self.meta_text)
 
     @property
+    def unwatched(self) -> dict[str, pl.DataType]:
+        """The schema without the watched keys: what a block none of them is in is read with."""
+        return {c: dtype for c, dtype in self.schema.items() if c not in self.watched}
+
+    @property
     def checked_only(self) -> tuple[str, ...]:
-        """The columns read only to be checked here (or watched), which validation does not see."""
-        return (*self.watched, *(c for c, dtype in self.schema.items() if c == self.meta_text or dtype == _ROLES))
+        """The columns read only to be checked here, which validation does not see."""
+        return tuple(c for c, dtype in self.schema.items() if c == self.meta_text or dtype == _ROLES)
 
 
 def _layout(path: Path, container: str, options: InputOptions, columns: Sequence[str]) -> _Layout | None:
@@ -431,12 +437,15 @@ def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> tuple[pl.D
         text = pl.Series(pieces, dtype=pl.Binary).cast(pl.String)  # not UTF-8: polars could not read the block either
         sources: list[IO[bytes]] = [io.BytesIO(piece) for piece in pieces]
         # read and searched at once, on polars' threads
-        frame, searched = pl.collect_all([pl.scan_ndjson(sources, schema=layout.schema), _searched(text, layout, first_batch)])
+        frame, searched = pl.collect_all([pl.scan_ndjson(sources, schema=layout.unwatched), _searched(text, layout, first_batch)])
+        found, paired, given, newlines, watched = searched.row(0)
+        if watched:  # perhaps a value of a watched key: read again with them, as null columns (see _Layout)
+            frame = pl.scan_ndjson([io.BytesIO(piece) for piece in pieces], schema=layout.schema).collect().drop(layout.watched)  # (dropped once read: dropped from the scan, they would not be read)
     except (Exception, pl.exceptions.PanicException):
         return None
-    found, paired, given, newlines = searched.row(0)
     if found and text.str.contains(_sought(layout, first_batch, _NOT_ESCAPED)).any() or not paired:
         return None
+    frame = frame.rechunk()  # a chunk per few dozen lines: validation's expressions cost several times more on them
     unusual, values = frame.select(_unusual(layout).any(), pl.sum_horizontal(0, *(pl.col(c).is_not_null().sum() for c in layout.nested))).row(0)
     return None if unusual or given != values else (frame, newlines)
 
@@ -445,7 +454,7 @@ def _searched(text: pl.Series, layout: _Layout, first_batch: bool) -> pl.LazyFra
     """What the text of a block (in pieces of whole lines) is searched for: whether it may hold what the batch path
     reads otherwise (:func:`_sought`: any ``\\u`` taken for an escape); whether, when the block has conversations,
     every key ``role`` or ``content`` in it is in a pair (:data:`_MESSAGE_KEYS`); the keys of nested fields given
-    a value other than null; and its line ends.
+    a value other than null; its line ends; and whether any watched key (:class:`_Layout`) is in it.
 
     When every such key is in a pair, each has a string (not null, not nested) and its partner beside it: so every
     message, which has a role (:func:`_unusual`: a key spelt as it is, since no letter is escaped), has a text,
@@ -462,7 +471,10 @@ def _searched(text: pl.Series, layout: _Layout, first_batch: bool) -> pl.LazyFra
     keys = "|".join(re.escape(c) for c in layout.nested)
     given = search.str.count_matches(rf'"(?:{keys})"{_SPACE}:{_SPACE}[^n\s]').sum() if keys else pl.lit(0, dtype=pl.UInt32)
     newlines = search.str.count_matches("\n", literal=True).sum()
-    return pl.LazyFrame({"text": text}).select(found.alias("found"), paired.alias("paired"), given.alias("given"), newlines.alias("newlines"))
+    watched = search.str.contains_any([f'"{c}"' for c in layout.watched]).any() if layout.watched else pl.lit(False)
+    return pl.LazyFrame({"text": text}).select(
+        found.alias("found"), paired.alias("paired"), given.alias("given"), newlines.alias("newlines"), watched.alias("watched")
+    )
 
 
 def _sought(layout: _Layout, first_batch: bool, before: str) -> str:

@@ -377,14 +377,14 @@ def _newton(
         theta[: problem.M][~active] = 0.0
     if terms0 is not None and active.all():
         terms = replace(terms0, objective=np.nan)  # the objective depends on the counts: recomputed if needed
-    else:
-        # a full-data fit starts from zero or from a fit without some terms: its first step is rarely small
-        # enough to skip the line search, which would pass over every battle again for the objective
-        terms = problem.terms(theta, cw, ridge_sum, objective=terms0 is None, workers=workers)
+    else:  # (the objective only if a line search backtracks)
+        terms = problem.terms(theta, cw, ridge_sum, objective=False, workers=workers)
     spares = _Spares(terms0)
     previous = 0.0  # size of the previous full step (0: none yet, no prediction)
+    g: np.ndarray | None = None  # the gradient at θ, when a line search has computed it
     for iteration in range(1, max_iter + 1):
-        g = problem.gradient(theta, terms, cw, ridge_sum, workers)
+        if g is None:
+            g = problem.gradient(theta, terms, cw, ridge_sum, workers)
         J, keep = gauge_fixed(problem.information(terms, cw, ridge_sum, workers), active)
         try:
             step_free = np.linalg.solve(J, g[keep])
@@ -395,10 +395,10 @@ def _newton(
         size = float(np.max(np.abs(step)))
         if size < TRUSTED_STEP:
             # close to the maximum the quadratic model is accurate: take the full step, no line search
-            length, theta = 1.0, theta + step
+            length, theta, g = 1.0, theta + step, None
             terms = spares.swap(terms, problem.terms(theta, cw, ridge_sum, objective=False, into=spares.take(), workers=workers))
         else:
-            length, theta, terms = _line_search(problem, theta, terms, step, cw, ridge_sum, spares, workers)
+            length, theta, terms, g = _line_search(problem, theta, terms, step, cw, ridge_sum, spares, workers)
         if length == 1.0 and (size < tol or size**3 < PREDICTION_MARGIN * tol * previous**2):
             break
         previous = size if length == 1.0 else 0.0
@@ -418,7 +418,20 @@ PREDICTION_MARGIN = 0.01
 
 
 def _line_search(problem: Problem, theta, terms, step, cw, ridge_sum, spares: _Spares, workers: Workers):
-    """Backtracking on the objective: halve the step until the objective does not decrease."""
+    """The full step when the objective still rises at its end, told by the gradient there; else backtracking on
+    the objective: halve the step until the objective does not decrease. Returns the step's length, θ and the terms
+    there, and the gradient there when it was computed (else None).
+
+    The objective is concave (log-sum-exp of affine functions, negated, plus linear terms and a ridge), so along
+    the step its slope only falls: rising at the full step's end (gradient · step ≥ 0), it rose all along, and the
+    full step is the one backtracking would take. That costs the gradient, needed next anyway, not the objective
+    at both ends (two passes over every battle's log-likelihood)."""
+    trial = theta + step
+    trial_terms = problem.terms(trial, cw, ridge_sum, objective=False, into=spares.take(), workers=workers)
+    trial_g = problem.gradient(trial, trial_terms, cw, ridge_sum, workers)
+    if float(trial_g @ step) >= 0.0:
+        return 1.0, trial, spares.swap(terms, trial_terms), trial_g
+    spares.put(trial_terms)
     if np.isnan(terms.objective):
         terms = spares.swap(terms, problem.terms(theta, cw, ridge_sum, into=spares.take(), workers=workers))
     slack = 1e-12 * (1.0 + abs(terms.objective))
@@ -427,7 +440,7 @@ def _line_search(problem: Problem, theta, terms, step, cw, ridge_sum, spares: _S
         trial = theta + length * step
         trial_terms = problem.terms(trial, cw, ridge_sum, into=spares.take(), workers=workers)
         if trial_terms.objective >= terms.objective - slack or length < 1e-8:
-            return length, trial, spares.swap(terms, trial_terms)
+            return length, trial, spares.swap(terms, trial_terms), None
         spares.put(trial_terms)
         length *= 0.5
 
