@@ -26,7 +26,7 @@ demo: $(VENV)/.installed-test
 
 test: $(VENV)/.installed-test
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 test-slow: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q -m slow || [ $$? -eq 5 ]

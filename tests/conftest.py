@@ -1,4 +1,5 @@
-"""Shared fixtures: where the shared real data lives, and skipping cleanly when it is absent."""
+"""Shared fixtures: where the shared real data lives, and skipping cleanly when it is absent; no terminal width
+inherited from the environment."""
 
 from __future__ import annotations
 
@@ -15,3 +16,11 @@ def shared_path(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"../shared not found ({path}): real-data checks run in CI, where ../shared is present")
     return path
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_width(monkeypatch):
+    """Output to a pipe is fitted to ``$COLUMNS`` when it is set: a shell or test runner that exports it (pytest's
+    parallel workers do) must not change what a test sees. A test that wants a width sets it."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)

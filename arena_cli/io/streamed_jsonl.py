@@ -440,7 +440,8 @@ def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> tuple[pl.D
         frame, searched = pl.collect_all([pl.scan_ndjson(sources, schema=layout.unwatched), _searched(text, layout, first_batch)])
         found, paired, given, newlines, watched = searched.row(0)
         if watched:  # perhaps a value of a watched key: read again with them, as null columns (see _Layout)
-            frame = pl.scan_ndjson([io.BytesIO(piece) for piece in pieces], schema=layout.schema).collect().drop(layout.watched)  # (dropped once read: dropped from the scan, they would not be read)
+            again: list[IO[bytes]] = [io.BytesIO(piece) for piece in pieces]
+            frame = pl.scan_ndjson(again, schema=layout.schema).collect().drop(layout.watched)  # (dropped from the scan, they would not be read)
     except (Exception, pl.exceptions.PanicException):
         return None
     if found and text.str.contains(_sought(layout, first_batch, _NOT_ESCAPED)).any() or not paired:
