@@ -8,7 +8,7 @@ from sim_battles import simulate
 
 from arena_cli.models import design as D
 from arena_cli.models.options import FitOptions, Penalty, Ties
-from arena_cli.models.solvers import Problem, newton, statsmodels_fit
+from arena_cli.models.solvers import SERIAL, Problem, _line_search, _Spares, newton, statsmodels_fit
 
 GAMMA = {"length": 0.8, "header": -0.3, "bold": 0.4}
 
@@ -102,6 +102,33 @@ def test_warm_start_and_inactive_models(battles):
     reference = statsmodels_fit(problem, count, active)
     assert restricted.theta[0] == 0.0
     np.testing.assert_allclose(restricted.theta, reference.theta, atol=1e-8)
+
+
+@pytest.mark.parametrize("ties", [Ties.half, Ties.davidson])
+@pytest.mark.parametrize("stretch", [1.0, 3.0, 40.0])
+def test_a_line_search_takes_the_step_backtracking_takes(battles, ties, stretch):
+    """The full step is taken on the gradient at its end when the objective still rises there; a longer one is
+    halved as backtracking on the objective halves it: the same length, to an objective no lower than the start's."""
+    problem, _ = problem_for(battles, style="both", ties=ties)
+    count = problem.design.row_count
+    cw, ridge = count * problem.design.row_weight, problem.ridge_sum(count)
+    theta = np.zeros(problem.n_params)
+    start = problem.terms(theta, cw, ridge)
+    step = np.linalg.lstsq(problem.information(start, cw, ridge), problem.gradient(theta, start, cw, ridge), rcond=None)[0] * stretch
+    length, moved, terms, gradient = _line_search(problem, theta, start, step, cw, ridge, _Spares(None), SERIAL)
+    backtracked = 1.0
+    while problem.terms(theta + backtracked * step, cw, ridge).objective < start.objective - 1e-12 * (1 + abs(start.objective)):
+        backtracked *= 0.5
+    assert length == backtracked
+    np.testing.assert_array_equal(moved, theta + length * step)
+    assert problem.terms(moved, cw, ridge).objective >= start.objective
+    if gradient is not None:  # taken on the slope: it rose all along the step
+        assert length == 1.0 and gradient @ step >= 0
+        np.testing.assert_allclose(gradient, problem.gradient(moved, terms, cw, ridge))
+    if stretch == 1.0:
+        assert gradient is not None  # (a Newton step from zero: taken on the slope, no objective computed)
+    if stretch == 40.0:
+        assert length < 1.0  # (the test reaches the backtracking)
 
 
 def test_davidson_recovers_the_tie_parameter():

@@ -169,8 +169,8 @@ class _Layout:
     ``watched``: keys the first lines lack that would change the plan (a field it lacks, as ``weight`` or the
     counts; an extra that validation reads, as a style feature; any key below), read as null columns: polars fails
     on a value in one, and the batch path reads the file. Only a block whose bytes hold one of them (in quotes) is
-    read with those columns (:func:`_read`): each costs polars as much as a field it reads, and they are dozens. Absent and null mean the same for a field: a null value
-    parses to null and fails no check in :func:`canonicalize`, and :func:`~arena_cli.schema.conform` gives an
+    read with those columns (:func:`_read`): each costs polars as much as a field it reads, and they are dozens.
+    Absent and null mean the same for a field: a null value parses to null and fails no check in :func:`canonicalize`, and :func:`~arena_cli.schema.conform` gives an
     absent field null (or its default); an extra that no caller wants is dropped. Not so for keys whose mere
     presence, with null values only, changes the battles, searched for on the bytes too: ``column_keys``, extras the caller wants (a key given only nulls
     still gives the battles a column, where an absent one gives none); ``first_batch_keys``, keys that would take a
