@@ -89,7 +89,7 @@ from arena_cli.schema import BATTLE_SCHEMA, CONVERSATION, META_COLUMNS, Frame, c
 
 #: Lines of a file read by the batch reader to decide its plan and the shape of its nested fields (and bytes, at
 #: most, for files of long lines); never more than the batch path's first batch.
-PREFIX_ROWS = 2_000
+PREFIX_ROWS = 500
 PREFIX_BYTES = 4 << 20
 #: JSON in the patterns below (polars' regular expressions, which have no look-around): white space between
 #: tokens, and a string, from its opening quote to its closing one.
