@@ -170,10 +170,11 @@ class _Layout:
     counts; an extra that validation reads, as a style feature; any key below), read as null columns: polars fails
     on a value in one, and the batch path reads the file. Only a block whose bytes hold one of them (in quotes) is
     read with those columns (:func:`_read`): each costs polars as much as a field it reads, and they are dozens.
-    Absent and null mean the same for a field: a null value parses to null and fails no check in :func:`canonicalize`, and :func:`~arena_cli.schema.conform` gives an
-    absent field null (or its default); an extra that no caller wants is dropped. Not so for keys whose mere
-    presence, with null values only, changes the battles, searched for on the bytes too: ``column_keys``, extras the caller wants (a key given only nulls
-    still gives the battles a column, where an absent one gives none); ``first_batch_keys``, keys that would take a
+    Absent and null mean the same for a field: a null value parses to null and fails no check in
+    :func:`canonicalize`, and :func:`~arena_cli.schema.conform` gives an absent field null (or its default); an
+    extra that no caller wants is dropped. Not so for keys whose mere presence, with null values only, changes the
+    battles, searched for on the bytes too: ``column_keys``, extras the caller wants (a key given only nulls still
+    gives the battles a column, where an absent one gives none); ``first_batch_keys``, keys that would take a
     field the plan maps from another column (``id`` before ``question_id``) or make the log Kaggle's, in the lines
     of the batch path's first batch, which decide its plan. Both as the text searched for: a key in quotes, or
     what keys share (Kaggle's winner columns: ``"winner_model_``).
@@ -435,13 +436,15 @@ def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> tuple[pl.D
     hold anything read otherwise than the batch path reads it (see the module's docstring)."""
     try:
         text = pl.Series(pieces, dtype=pl.Binary).cast(pl.String)  # not UTF-8: polars could not read the block either
-        sources: list[IO[bytes]] = [io.BytesIO(piece) for piece in pieces]
+        def scan(schema: dict[str, pl.DataType]) -> pl.LazyFrame:
+            sources: list[IO[bytes]] = [io.BytesIO(piece) for piece in pieces]
+            return pl.scan_ndjson(sources, schema=schema)
+
         # read and searched at once, on polars' threads
-        frame, searched = pl.collect_all([pl.scan_ndjson(sources, schema=layout.unwatched), _searched(text, layout, first_batch)])
+        frame, searched = pl.collect_all([scan(layout.unwatched), _searched(text, layout, first_batch)])
         found, paired, given, newlines, watched = searched.row(0)
         if watched:  # perhaps a value of a watched key: read again with them, as null columns (see _Layout)
-            again: list[IO[bytes]] = [io.BytesIO(piece) for piece in pieces]
-            frame = pl.scan_ndjson(again, schema=layout.schema).collect().drop(layout.watched)  # (dropped from the scan, they would not be read)
+            frame = scan(layout.schema).collect().drop(layout.watched)  # (dropped from the scan, they would not be read)
     except (Exception, pl.exceptions.PanicException):
         return None
     if found and text.str.contains(_sought(layout, first_batch, _NOT_ESCAPED)).any() or not paired:
