@@ -131,6 +131,22 @@ def test_a_line_search_takes_the_step_backtracking_takes(battles, ties, stretch)
         assert length < 1.0  # (the test reaches the backtracking)
 
 
+@pytest.mark.parametrize("ties", [Ties.half, Ties.davidson])
+def test_newton_from_shared_terms_leaves_them_as_they_were(battles, ties):
+    """A bootstrap round starts from the full-data fit's terms, shared by every round, and computes its own steps'
+    terms in place of its earlier ones: the shared terms stay as they were, and each round's fit is the same."""
+    problem, _ = problem_for(battles, style="both", ties=ties)
+    full = newton(problem, problem.design.row_count)
+    shared = [np.copy(a) if isinstance(a, np.ndarray) else a for a in vars(full.terms).values()]
+    count = problem.design.row_count.copy()
+    count[:5] += 1.0  # (a resample close to the data, as a round of many battles is: steps taken in full, no line search)
+    fits = [newton(problem, count, theta0=full.theta, terms0=full.terms).theta for _ in range(2)]
+    for before, after in zip(shared, vars(full.terms).values()):
+        np.testing.assert_array_equal(before, after)
+    np.testing.assert_array_equal(fits[0], fits[1])
+    np.testing.assert_allclose(fits[0], newton(problem, count).theta, atol=1e-6)
+
+
 def test_davidson_recovers_the_tie_parameter():
     frame, truth = simulate(60000, 6, seed=5, tie_model="davidson", nu=0.6)
     problem, prepared = problem_for(frame, ties=Ties.davidson)

@@ -112,6 +112,22 @@ def test_resamples_are_battle_multinomials_shared_by_every_design(battles):
     assert abs(mean.mean() - 1.0) < 1e-12 and np.abs(mean - 1).max() < 0.35
 
 
+@pytest.mark.parametrize("block", [1, 7, 1000, 1 << 30])
+def test_a_resample_spread_in_blocks_is_the_resample_spread_at_once(battles, monkeypatch, block):
+    """The per-battle counts are the same whatever the block of draws (the generator's stream is the same in parts)."""
+    import arena_cli.models.uncertainty as U
+
+    prepared = D.prepare(battles, FitOptions(min_battles=1, style="length"))
+    cells = D.cells(prepared)
+    order, starts = Resampler(5, cells).prepare_spread()
+    rng = np.random.default_rng([5, 0, 2])
+    totals = rng.multinomial(prepared.n_battles, cells.size / prepared.n_battles).astype(np.float64)
+    cell = np.repeat(np.arange(totals.size), totals.astype(np.int64))
+    whole = np.bincount(order[starts[cell] + (rng.random(cell.size) * cells.size[cell]).astype(np.int64)], minlength=cells.of_battle.size)
+    monkeypatch.setattr(U, "SPREAD_BLOCK", block)
+    np.testing.assert_array_equal(Resampler(5, cells).draw(2).per_battle(), whole.astype(np.float64))
+
+
 def test_bootstrap_is_identical_for_any_number_of_workers(battles):
     options = FitOptions(style="length", rounds=24, min_battles=1)
     one = fit(battles, FitOptions(**{**options.__dict__, "workers": 1}))

@@ -396,7 +396,7 @@ def _newton(
         if size < TRUSTED_STEP:
             # close to the maximum the quadratic model is accurate: take the full step, no line search
             length, theta, g = 1.0, theta + step, None
-            terms = spares.swap(terms, problem.terms(theta, cw, ridge_sum, objective=False, into=spares.take(), workers=workers))
+            terms = problem.terms(theta, cw, ridge_sum, objective=False, into=spares.replacing(terms), workers=workers)
         else:
             length, theta, terms, g = _line_search(problem, theta, terms, step, cw, ridge_sum, spares, workers)
         if length == 1.0 and (size < tol or size**3 < PREDICTION_MARGIN * tol * previous**2):
@@ -461,6 +461,13 @@ class _Spares:
     def put(self, terms: _RowTerms) -> None:
         if self.shared is None or terms.s_d is not self.shared.s_d:
             self.free = terms
+
+    def replacing(self, old: _RowTerms) -> _RowTerms | None:
+        """Arrays for the terms that replace ``old``, which are not needed after: ``old``'s own, or a spare when
+        ``old`` are the caller's (one set of terms held, not two, in a bootstrap round of small steps)."""
+        if self.shared is not None and old.s_d is self.shared.s_d:
+            return self.take()
+        return old
 
     def swap(self, old: _RowTerms, new: _RowTerms) -> _RowTerms:
         """``new`` replaces ``old``, whose arrays are free from now on."""
