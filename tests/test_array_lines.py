@@ -20,6 +20,14 @@ def _split(data: bytes, size: int = 1 << 20) -> list[bytes | None]:
     return list(array_lines(io.BytesIO(data), size))
 
 
+def _dumps(records: list, layout: int | str | None = None, ensure_ascii: bool = True) -> bytes:
+    """``records`` as a JSON array, as :func:`json.dumps` writes it with the ``indent`` ``layout``, or with
+    ``"lines"`` one record a line (JSON lines joined by commas)."""
+    if layout == "lines":
+        return ("[" + ",\n".join(json.dumps(record, ensure_ascii=ensure_ascii) for record in records) + "]\n").encode()
+    return json.dumps(records, indent=layout, ensure_ascii=ensure_ascii).encode()
+
+
 def _records(blocks: list[bytes | None]) -> list:
     """The records the lines hold (each line one JSON object), asserting each block is whole lines."""
     assert None not in blocks
@@ -39,10 +47,11 @@ RECORDS = [
 ]
 
 
-@pytest.mark.parametrize("indent", [None, 2, "\t"])
-def test_records_with_tricky_strings_become_one_line_each(indent):
-    data = json.dumps(RECORDS, indent=indent).encode()
+@pytest.mark.parametrize("layout", [None, 2, "\t", "lines"])
+def test_records_with_tricky_strings_become_one_line_each(layout):
+    data = _dumps(RECORDS, layout)
     assert _records(_split(data)) == RECORDS
+    assert _records(_split(data, 200)) == RECORDS
 
 
 @pytest.mark.parametrize("indent", [None, 2])
@@ -52,6 +61,38 @@ def test_a_block_may_end_at_any_byte(indent):
     data = b"\xef\xbb\xbf \r\n" + json.dumps(records, indent=indent, ensure_ascii=False).replace("\n", "\r\n").encode() + b" \n"
     for size in range(1, len(data) + 1):
         assert _records(_split(data, size)) == records, size
+
+
+def test_a_block_of_one_record_a_line_may_end_at_any_byte():
+    """Blocks laid out as one record a line are split at their line ends, the lines made as the scan of their
+    strings makes them (the file's last block is scanned): the same lines, byte for byte."""
+    records = [record for record in RECORDS if len(record["text"]) < 10][:8]
+    data = _dumps(records, "lines")
+    whole = b"".join(_split(data))  # type: ignore[arg-type]
+    assert _records([whole]) == records
+    for size in range(1, len(data) + 1):
+        assert b"".join(_split(data, size)) == whole, size  # type: ignore[arg-type]
+
+
+def test_a_block_of_one_record_a_line_is_split_without_a_scan_of_its_strings(monkeypatch):
+    """Every block but the file's last: the scan of strings and brackets (:func:`marks`) sees only the last."""
+    records = [{"n": n, "text": "},\\n{" * n} for n in range(200)]
+    data = _dumps(records, "lines")
+    scanned: list[int] = []
+    marks = module.marks
+    monkeypatch.setattr(module, "marks", lambda text, *most: scanned.append(len(text)) or marks(text, *most))
+    blocks = _split(data, 1024)
+    assert _records(blocks) == records and len(blocks) > 10
+    assert len(set(scanned)) == 1 and scanned[0] < 2048
+
+
+@pytest.mark.parametrize("levels", [module.DEEPEST, module.DEEPEST + 1])
+def test_a_record_of_one_a_line_nested_too_deeply_is_said(levels):
+    """In a block split at its line ends (not the file's last), as in one scanned."""
+    records = [{"n": 1}, {"a": json.loads("[" * (levels - 1) + "]" * (levels - 1))}, {"n": 2}, {"n": 3}]
+    data = _dumps(records, "lines")
+    blocks = _split(data, len(data) - 12)
+    assert blocks[-1:] == [None] if levels > module.DEEPEST else _records(blocks) == records
 
 
 def test_a_record_longer_than_a_block_is_read_whole():
@@ -135,10 +176,10 @@ JSON_VALUES = st.recursive(
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=5), max_size=6),
-    st.sampled_from([None, 0, 2, "\t"]), st.booleans(), st.integers(1, 200),
+    st.sampled_from([None, 0, 2, "\t", "lines"]), st.booleans(), st.integers(1, 200),
 )
-def test_any_array_of_objects_is_split_into_its_records(records, indent, ascii_only, size):
-    data = json.dumps(records, indent=indent, ensure_ascii=ascii_only).encode()
+def test_any_array_of_objects_is_split_into_its_records(records, layout, ascii_only, size):
+    data = _dumps(records, layout, ascii_only)
     assert _records(_split(data, size)) == records
 
 
@@ -153,15 +194,15 @@ def _strict(line: bytes) -> object:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.dictionaries(st.sampled_from(["a", "b,", "c]"]), JSON_VALUES, max_size=3), min_size=1, max_size=4),
-    st.sampled_from([None, 2]),
+    st.sampled_from([None, 2, "lines"]),
     st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(["insert", "replace", "delete"]), st.sampled_from(list(b'"\\,[]{}\n\r :1ae'))),
              min_size=1, max_size=3),
     st.integers(1, 50),
 )
-def test_lines_of_a_damaged_array_hold_its_records_when_each_parses(records, indent, damage, size):
+def test_lines_of_a_damaged_array_hold_its_records_when_each_parses(records, layout, damage, size):
     """Damage anywhere (a byte inserted, replaced or deleted): when every line given parses as one JSON object
     (as polars checks each), the file is an array of exactly those objects; otherwise the file was not given."""
-    data = bytearray(json.dumps(records, indent=indent).encode())
+    data = bytearray(_dumps(records, layout))
     for at, how, byte in damage:
         at %= len(data) + (how == "insert")
         if how == "insert":

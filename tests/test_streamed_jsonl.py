@@ -279,9 +279,15 @@ def _pretty(line: bytes) -> bytes:
     return bytes(out)
 
 
-def _array(lines: list[bytes], indent: bool, damage: list[str]) -> bytes:
-    """The records (as compact lines) in a JSON array, as FastChat writes it (``indent``: ``indent=2``) or compact."""
-    parts: dict = {"open": b"[\n  " if indent else b"[", "separator": b",\n  " if indent else b",", "close": b"\n]" if indent else b"]",
+#: How a JSON array of records is laid out: as FastChat writes it (``indent=2``), compact, or one record a line.
+ARRAY_LAYOUTS = ["indent", "compact", "lines"]
+
+
+def _array(lines: list[bytes], layout: str, damage: list[str]) -> bytes:
+    """The records (as compact lines) in a JSON array laid out as ``layout`` says (:data:`ARRAY_LAYOUTS`)."""
+    indent = layout == "indent"
+    separator = {"indent": b",\n  ", "compact": b",", "lines": b",\n"}[layout]
+    parts: dict = {"open": b"[\n  " if indent else b"[", "separator": separator, "close": b"\n]" if indent else b"]",
                    "records": [_pretty(line) for line in lines] if indent else list(lines)}
     for name in damage:
         ARRAY_DAMAGE[name](parts)
@@ -347,32 +353,33 @@ def test_a_streamed_read_gives_the_battles_quarantine_and_counts_of_the_batch_pa
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@example(CLEAN, [], [], [], True, PLAIN, (200_000, 64 << 20), 12)
-@example(CLEAN, [("duplicate key", 3), ("self battle", 5)], [], ["byte-order mark"], False, STYLED, (5, 700), 12)
-@example(CLEAN, [("nested duplicate key", 1), ("unknown winner", 2)], [], [], True, STYLED, (200_000, 64 << 20), 12)
-@example(CLEAN, [("nested value in a field not read", 2), ("duplicate key", 4)], [], [], False, PLAIN, (200_000, 64 << 20), 12)
-@example(CLEAN, [("quotes, brackets and backslashes in a text", 4), ("empty name", 6)], [], ["CRLF line ends"], True, PLAIN, (2, 3), 1)
-@example(CLEAN, [("time stamp spelt otherwise", 3), ("unicode escapes", 7)], [], [], False, STYLED, (3, 2500), 12)
-@example(CLEAN, [("UTF-8 of a surrogate", 0)], ["cut off"], [], False, PLAIN, (200_000, 64 << 20), 12)
-@example(CLEAN, [], ["cut off in a record"], [], True, PLAIN, (200_000, 64 << 20), 12)
-@example(CLEAN, [("late null id", 1)], [], [], True, PLAIN, (5, 700), 1)  # in the batch path's first batch, not in the first block
-@example(CLEAN, [("nested as deeply as may be", 2), ("nested deeper than polars infers", 5)], [], [], False, STYLED, (200_000, 64 << 20), 1)
-@example(CLEAN, [("nested too deeply", 3), ("objects nested too deeply", 8)], [], [], True, PLAIN, (5, 700), 1)
+@example(CLEAN, [], [], [], "indent", PLAIN, (200_000, 64 << 20), 12)
+@example(CLEAN, [("unknown winner", 1), ("nested too deeply", 5)], [], [], "lines", STYLED, (3, 2500), 12)
+@example(CLEAN, [("duplicate key", 3), ("self battle", 5)], [], ["byte-order mark"], "compact", STYLED, (5, 700), 12)
+@example(CLEAN, [("nested duplicate key", 1), ("unknown winner", 2)], [], [], "indent", STYLED, (200_000, 64 << 20), 12)
+@example(CLEAN, [("nested value in a field not read", 2), ("duplicate key", 4)], [], [], "compact", PLAIN, (200_000, 64 << 20), 12)
+@example(CLEAN, [("quotes, brackets and backslashes in a text", 4), ("empty name", 6)], [], ["CRLF line ends"], "indent", PLAIN, (2, 3), 1)
+@example(CLEAN, [("time stamp spelt otherwise", 3), ("unicode escapes", 7)], [], [], "compact", STYLED, (3, 2500), 12)
+@example(CLEAN, [("UTF-8 of a surrogate", 0)], ["cut off"], [], "compact", PLAIN, (200_000, 64 << 20), 12)
+@example(CLEAN, [], ["cut off in a record"], [], "indent", PLAIN, (200_000, 64 << 20), 12)
+@example(CLEAN, [("late null id", 1)], [], [], "indent", PLAIN, (5, 700), 1)  # in the batch path's first batch, not in the first block
+@example(CLEAN, [("nested as deeply as may be", 2), ("nested deeper than polars infers", 5)], [], [], "compact", STYLED, (200_000, 64 << 20), 1)
+@example(CLEAN, [("nested too deeply", 3), ("objects nested too deeply", 8)], [], [], "indent", PLAIN, (5, 700), 1)
 @given(
     fastchat_rows(12), st.lists(st.tuples(st.sampled_from(sorted(HOSTILE)), st.integers(0, 11)), max_size=3),
     st.lists(st.sampled_from(sorted(ARRAY_DAMAGE)), max_size=1), st.lists(st.sampled_from(sorted(WHOLE_FILE)), max_size=2, unique=True),
-    st.booleans(), st.sampled_from([PLAIN, STYLED]), st.sampled_from([(200_000, 64 << 20), (5, 700), (3, 2500), (2, 3)]), st.integers(1, 12),
+    st.sampled_from(ARRAY_LAYOUTS), st.sampled_from([PLAIN, STYLED]), st.sampled_from([(200_000, 64 << 20), (5, 700), (3, 2500), (2, 3)]), st.integers(1, 12),
 )
 def test_a_streamed_read_of_a_json_array_gives_what_the_batch_path_gives(
-    tmp_path, monkeypatch, rows, changes, damage, whole, indent, columns, batch, prefix
+    tmp_path, monkeypatch, rows, changes, damage, whole, layout, columns, batch, prefix
 ):
-    """The same for a JSON array of the records, laid out as FastChat writes it (``indent=2``) or compact, its
-    structure damaged or not: a streamed read gives the battles, quarantine and counts (or the error) of the batch
-    path, which decodes every record with Python's json module."""
+    """The same for a JSON array of the records, laid out as FastChat writes it (``indent=2``), compact or one
+    record a line, its structure damaged or not: a streamed read gives the battles, quarantine and counts (or the
+    error) of the batch path, which decodes every record with Python's json module."""
     lines = [_line(row) for row in rows]
     for name, at in changes:
         HOSTILE[name](rows, lines, at)
-    data = _array(lines, indent, damage)
+    data = _array(lines, layout, damage)
     for name in whole:
         data = WHOLE_FILE[name](data)
     path = tmp_path / "votes.json"

@@ -91,7 +91,7 @@ def _run_lengths(backslashes: np.ndarray, which: np.ndarray | int, carried: bool
     return which - first + 1 + (carried & (backslashes[first] == 0))
 
 
-def nesting(block: bytes, floor: int) -> np.ndarray:
+def nesting(block: bytes | memoryview, floor: int) -> np.ndarray:
     """How deep each line of ``block`` nests (its brackets and braces outside strings; the lines are those a split
     on newlines gives, the last one after the last newline, empty or not): exactly for a line with more than
     ``floor`` opening brackets and braces (in strings or not), up to :data:`DEEPEST` (a line nested deeper as
@@ -141,7 +141,7 @@ def _openings_and_ends(piece: np.ndarray) -> np.ndarray:
     return np.flatnonzero(found)
 
 
-def _depths(block: bytes, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+def _depths(block: bytes | memoryview, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
     """How deep the lines ``block[starts[i]:stops[i]]`` nest, up to :data:`DEEPEST` (a line nested deeper as
     ``DEEPEST + 1``), scanned one after another, each ended by a newline (see :func:`_line_pieces`)."""
     deepest = np.zeros(len(starts), dtype=np.int64)
@@ -157,7 +157,7 @@ def _depths(block: bytes, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
     return np.minimum(deepest, DEEPEST + 1)
 
 
-def _line_pieces(block: bytes, starts: np.ndarray, stops: np.ndarray, deepest: np.ndarray) -> Iterator[bytes]:
+def _line_pieces(block: bytes | memoryview, starts: np.ndarray, stops: np.ndarray, deepest: np.ndarray) -> Iterator[bytes]:
     """The lines ``block[starts[i]:stops[i]]``, each ended by a newline, one after another in pieces of about
     :data:`SCAN_BYTES`; the rest of a line left out once ``deepest``, filled in as the pieces are scanned, has it
     nested deeper than :data:`DEEPEST` (a line of millions of brackets is scanned no further than its first piece)."""
