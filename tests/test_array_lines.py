@@ -16,8 +16,11 @@ from arena_cli.io import array_lines as module
 from arena_cli.io.array_lines import array_lines
 
 
-def _split(data: bytes, size: int = 1 << 20) -> list[bytes | None]:
-    return list(array_lines(io.BytesIO(data), size))
+def _split(data: bytes, size: int = 1 << 20, piece: int = 100) -> list[bytes | None]:
+    """The blocks ``data`` is split into, each its pieces joined, asserting they are whole lines."""
+    blocks = list(array_lines(io.BytesIO(data), size, piece))
+    assert all(block and all(p.endswith(b"\n") for p in block) for block in blocks if block is not None)
+    return [None if block is None else b"".join(block) for block in blocks]
 
 
 def _dumps(records: list, layout: int | str | None = None, ensure_ascii: bool = True) -> bytes:
@@ -68,10 +71,10 @@ def test_a_block_of_one_record_a_line_may_end_at_any_byte():
     strings makes them (the file's last block is scanned): the same lines, byte for byte."""
     records = [record for record in RECORDS if len(record["text"]) < 10][:8]
     data = _dumps(records, "lines")
-    whole = b"".join(_split(data))  # type: ignore[arg-type]
+    whole = b"".join(_split(data))
     assert _records([whole]) == records
     for size in range(1, len(data) + 1):
-        assert b"".join(_split(data, size)) == whole, size  # type: ignore[arg-type]
+        assert b"".join(_split(data, size)) == whole, size
 
 
 def test_a_block_of_one_record_a_line_is_split_without_a_scan_of_its_strings(monkeypatch):

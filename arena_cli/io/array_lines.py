@@ -52,13 +52,14 @@ _WHITE = re.compile(rb"[ \t\n\r]*")
 _BYTES_A_MARK = 8
 
 
-def array_lines(handle: IO[bytes], size: int) -> Iterator[bytes | None]:
+def array_lines(handle: IO[bytes], size: int, piece: int) -> Iterator[list[bytes] | None]:
     """The records of the JSON array that ``handle`` reads, in blocks of JSON lines (each record one line, ended by
-    a newline), about ``size`` bytes of the file at a time (more for a record longer than half that); None, and no
-    more, as soon as the file is found not to be one the streamed read reads (see the module's docstring).
+    a newline), about ``size`` bytes of the file at a time (more for a record longer than half that), each in
+    pieces of whole lines of about ``piece`` bytes; None, and no more, as soon as the file is found not to be one
+    the streamed read reads (see the module's docstring).
 
     The file is read into one buffer, over and over (a block's lines are made in place, the rest moved to its
-    start), so that a block costs no more than one copy: the lines given."""
+    start), so that a block costs no more than one copy: its pieces."""
     buffer = bytearray(max(size, len(codecs.BOM_UTF8)))
     length = fill(handle, buffer, 0)
     ended, begun = length < len(buffer), False  # begun: past the array's ``[``
@@ -72,7 +73,7 @@ def array_lines(handle: IO[bytes], size: int) -> Iterator[bytes | None]:
             return
         used, records, closed = split
         if records:
-            yield bytes(memoryview(buffer)[:used])
+            yield _pieces(buffer, used, piece)
         begun = begun or used > 0
         if closed:
             rest: bytes | bytearray = buffer[used:length]
@@ -92,6 +93,17 @@ def array_lines(handle: IO[bytes], size: int) -> Iterator[bytes | None]:
             buffer[:kept] = buffer[used:length]
         length = fill(handle, buffer, kept)
         ended = length < len(buffer)
+
+
+def _pieces(buffer: bytearray, used: int, size: int) -> list[bytes]:
+    """The first ``used`` bytes of ``buffer`` (whole lines) in pieces of whole lines, about ``size`` bytes each."""
+    pieces, start = [], 0
+    with memoryview(buffer) as view:
+        while start < used:
+            end = buffer.find(b"\n", start + size, used) + 1 or used
+            pieces.append(bytes(view[start:end]))
+            start = end
+    return pieces
 
 
 def fill(handle: IO[bytes], buffer: bytearray, start: int) -> int:

@@ -351,22 +351,9 @@ def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes] | None]:
 
 
 def _array_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes] | None]:
-    """A JSON array in blocks of JSON lines of its records (:func:`~arena_cli.io.array_lines.array_lines`)."""
-    return map(_pieces, array_lines(handle, size))  # (a generator would hold each block, with its pieces, while they are read)
-
-
-def _pieces(block: bytes | None) -> list[bytes] | None:
-    """A block of lines in pieces of whole lines, about :data:`_PIECE_BYTES` each (None: no block, the file is read
-    by the batch path)."""
-    if block is None:
-        return None
-    pieces, start = [], 0
-    with memoryview(block) as view:
-        while start < len(block):
-            end = block.find(b"\n", start + _PIECE_BYTES) + 1 or len(block)
-            pieces.append(bytes(view[start:end]))
-            start = end
-    return pieces
+    """A JSON array in blocks of JSON lines of its records (:func:`~arena_cli.io.array_lines.array_lines`), in
+    pieces of about :data:`_PIECE_BYTES`."""
+    return array_lines(handle, size, _PIECE_BYTES)
 
 
 #: How each container is read: JSON lines as they are (the batch path counts a block's bytes but its CRs; none, to
