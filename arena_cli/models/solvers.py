@@ -459,15 +459,17 @@ class _Spares:
         return free
 
     def put(self, terms: _RowTerms) -> None:
-        if self.shared is None or terms.s_d is not self.shared.s_d:
+        if not self._shared(terms):
             self.free = terms
 
     def replacing(self, old: _RowTerms) -> _RowTerms | None:
         """Arrays for the terms that replace ``old``, which are not needed after: ``old``'s own, or a spare when
         ``old`` are the caller's (one set of terms held, not two, in a bootstrap round of small steps)."""
-        if self.shared is not None and old.s_d is self.shared.s_d:
-            return self.take()
-        return old
+        return self.take() if self._shared(old) else old
+
+    def _shared(self, terms: _RowTerms) -> bool:
+        """Whether ``terms`` are the caller's ``terms0`` (or a copy of them with another objective)."""
+        return self.shared is not None and terms.s_d is self.shared.s_d
 
     def swap(self, old: _RowTerms, new: _RowTerms) -> _RowTerms:
         """``new`` replaces ``old``, whose arrays are free from now on."""
