@@ -161,6 +161,9 @@ HOSTILE = {
     "null group": _set("conv_metadata.list_count_b", None),
     "null conv_metadata": _set("conv_metadata", None),
     "conv_metadata as text": _set("conv_metadata", '{"sum_assistant_a_tokens": 5}'),
+    "count key spelt with escapes": _splice(b'"**":', b'"\\u002a\\u002a":-1,"x":'),
+    "count spaced": _splice(b'"h3":', b'"h3" :\t'),
+    "count key elsewhere": _splice(b'"is_code"', b'"tags":{"h1":"x","ordered":-1},"is_code"'),
     "late weight": _set("weight", 2.5),
     "late null weight": _set("weight", None),
     "late bad weight": _set("weight", -1),
@@ -331,6 +334,9 @@ FLAT = [{k: v for k, v in vote.items() if k != "conv_metadata"} for vote in CLEA
 @example(CLEAN, [("nested too deeply", 3), ("objects nested too deeply", 8)], ["CRLF line ends"], PLAIN, (5, 700), 1, 500)
 @example(CLEAN, [("conv_metadata given twice, then with other counts", 1)], [], STYLED, (2, 3), 1, 4 << 20)
 @example(FLAT, [("late null id spelt with an escape", 2)], [], PLAIN, (200_000, 64 << 20), 1, 4 << 20)
+@example(CLEAN, [("count key spelt with escapes", 4)], [], PLAIN, (200_000, 64 << 20), 1, 4 << 20)
+@example(CLEAN, [("count key elsewhere", 2), ("whole float count", 3), ("negative count", 9)], [], PLAIN, (5, 700), 1, 500)
+@example(CLEAN, [("count spaced", 2), ("group not an object", 6)], [], PLAIN, (200_000, 64 << 20), 1, 4 << 20)
 @given(
     fastchat_rows(12), st.lists(st.tuples(st.sampled_from(sorted(HOSTILE)), st.integers(0, 11)), max_size=3),
     st.lists(st.sampled_from(sorted(WHOLE_FILE)), max_size=2, unique=True), st.sampled_from([PLAIN, STYLED]),

@@ -22,7 +22,9 @@ Every scalar is then read as text, as the batch path reads it; conversations, wh
 of ``{role, content}``, else as the roles of their messages only (their texts, most of a log's bytes, are only
 checked, on the bytes: :func:`_searched`); ``conv_metadata``, when the caller wants its counts, as a struct of
 them with integer leaves (a count that is no integer literal is an error, so that no row is read otherwise than the
-batch path reads it), else as text, only checked (:func:`_meta_counts_valid`). Each block is validated by
+batch path reads it), else only checked: as a struct of no fields (whether it is an object), its counts on the
+bytes (:func:`_invalid_counts`), and as text where they may be invalid (:func:`_meta_counts_valid`). Each block is
+validated by
 :func:`canonicalize`, the batch path's own validation, so the battles, the rejections and their details are the
 batch path's; only the original text of a rejected line is taken from the block.
 
@@ -97,11 +99,11 @@ _SPACE = r"\s*"
 _STRING = r'"(?:[^"\\]|\\.)*"'
 #: Escapes sought on the bytes, by what follows their ``\u``: a high surrogate not followed by a low one, which
 #: polars reads as NUL and Python's json module as an unpaired surrogate (a line the batch path quarantines); and a
-#: letter, a digit or an underscore, which JSON writers never escape (``\u0072``, ``r``), since keys are sought as
-#: they are spelt without (those :class:`_Layout` searches for, those of messages, :data:`_MESSAGE_KEYS`, and of
-#: nested fields, :func:`_searched`).
+#: letter, a digit, an underscore or an asterisk, which JSON writers never escape (``\u0072``, ``r``), since keys
+#: are sought as they are spelt without (those :class:`_Layout` searches for, those of messages,
+#: :data:`_MESSAGE_KEYS`, of nested fields, :func:`_searched`, and of counts, :func:`_invalid_counts`).
 _LONE_HIGH = r"[dD][89abAB][0-9a-fA-F]{2}(?:[^\\]|\\[^u]|\\u[^dD]|\\u[dD][^c-fC-F])"
-_NAME_CHARACTER = r"00(?:3[0-9]|[46][1-9a-fA-F]|[57][0-9aA]|5[fF])"
+_NAME_CHARACTER = r"00(?:2[aA]|3[0-9]|[46][1-9a-fA-F]|[57][0-9aA]|5[fF])"
 #: What comes before an escape's ``\u`` (a string's quote at least), so that a ``\u`` after an escaped backslash
 #: is none: searched for only where a ``\u`` alone is found (a pattern that starts with a literal is searched
 #: for much faster).
@@ -179,12 +181,14 @@ class _Layout:
     of the batch path's first batch, which decide its plan. Both as the text searched for: a key in quotes, or
     what keys share (Kaggle's winner columns: ``"winner_model_``).
 
-    ``meta_text``: the ``conv_metadata`` column when the caller wants none of its counts, read as polars renders an
-    object as text (decoding its counts costs more than the rest of a line): validation then only needs to know
-    that every count is valid, which :func:`_meta_counts_valid` tells from the text. Conversations the caller does
-    not want are read so too, as the roles of their messages only (:data:`_ROLES`; their texts are most of a
-    log's bytes): that every message has a role and a text is told from the frame and the bytes
-    (:func:`_searched`)."""
+    ``meta_checked``: the ``conv_metadata`` column when the caller wants none of its counts, read as a struct of no
+    fields (decoding its counts costs more than the rest of a line, rendering it as text half as much): validation
+    then only needs to know that it is an object or null (polars refuses any other value there) and that every count
+    is valid, which the bytes tell (:func:`_invalid_counts`) or, where they hold a count in another form (``1.0``),
+    the object as polars renders it as text, read again so (:meth:`again`, :func:`_meta_counts_valid`).
+    Conversations the caller does not want are only checked too, read as the roles of their messages only
+    (:data:`_ROLES`; their texts are most of a log's bytes): that every message has a role and a text is told from
+    the frame and the bytes (:func:`_searched`)."""
 
     plan: Plan
     schema: dict[str, pl.DataType]
@@ -193,7 +197,7 @@ class _Layout:
     column_keys: tuple[str, ...]
     first_batch_keys: tuple[str, ...]
     id_column: str | None
-    meta_text: str | None = None
+    meta_checked: str | None = None
 
     @property
     def conversations(self) -> tuple[str, ...]:
@@ -201,18 +205,24 @@ class _Layout:
 
     @property
     def nested(self) -> tuple[str, ...]:
-        """The nested fields read (conversations, ``conv_metadata``, as text too)."""
-        return tuple(c for c, dtype in self.schema.items() if dtype.is_nested() or c == self.meta_text)
+        """The nested fields read (conversations, ``conv_metadata``)."""
+        return tuple(c for c, dtype in self.schema.items() if dtype.is_nested())
 
     @property
     def unwatched(self) -> dict[str, pl.DataType]:
         """The schema without the watched keys: what a block none of them is in is read with."""
         return {c: dtype for c, dtype in self.schema.items() if c not in self.watched}
 
+    def again(self, watched: bool, counts: bool) -> dict[str, pl.DataType]:
+        """The schema a block is read again with: with the watched keys when its bytes hold one, and with
+        ``conv_metadata`` as text when they hold a count that may be invalid."""
+        schema = self.schema if watched else self.unwatched
+        return {**schema, self.meta_checked: pl.String()} if counts and self.meta_checked else schema
+
     @property
     def checked_only(self) -> tuple[str, ...]:
         """The columns read only to be checked here, which validation does not see."""
-        return tuple(c for c, dtype in self.schema.items() if c == self.meta_text or dtype == _ROLES)
+        return tuple(c for c, dtype in self.schema.items() if c == self.meta_checked or dtype == _ROLES)
 
 
 def _layout(path: Path, container: str, options: InputOptions, columns: Sequence[str]) -> _Layout | None:
@@ -250,17 +260,17 @@ def _layout(path: Path, container: str, options: InputOptions, columns: Sequence
     watched = tuple(c for c in dict.fromkeys([*later, *features, *column_keys, *first_batch_keys]) if c not in present)
     searched = [key for key in (f'"{c}"' for c in first_batch_keys) if not key.startswith(_KAGGLE_WINNERS)]
     searched += [_KAGGLE_WINNERS] * (len(searched) < len(first_batch_keys))
-    meta_text = plan.columns.get("conv_metadata") if not set(META_COLUMNS) & set(columns) else None
+    meta_checked = plan.columns.get("conv_metadata") if not set(META_COLUMNS) & set(columns) else None
     checked: list[str] = [field for field in ("conversation_a", "conversation_b") if field in plan.columns and field not in columns]
     schema.update({plan.columns[field]: _ROLES for field in checked})
-    if meta_text is not None:
-        schema[meta_text] = pl.String()
+    if meta_checked is not None:
+        schema[meta_checked] = pl.Struct([])
         checked.append("conv_metadata")
     plan = Plan(plan.dialect, {k: v for k, v in plan.columns.items() if k not in checked}, plan.extras)
-    text = tuple(c for c, dtype in schema.items() if dtype == pl.String and c != meta_text)
+    text = tuple(c for c, dtype in schema.items() if dtype == pl.String)
     schema.update({c: pl.Null() for c in watched})
     column_text = tuple(f'"{c}"' for c in column_keys)
-    return _Layout(plan, schema, text, watched, column_text, tuple(searched), full.columns.get("battle_id"), meta_text)
+    return _Layout(plan, schema, text, watched, column_text, tuple(searched), full.columns.get("battle_id"), meta_checked)
 
 
 def _plan_keys(plan: Plan, options: InputOptions, columns: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -429,15 +439,15 @@ def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> tuple[pl.D
 
         # read and searched at once, on polars' threads
         frame, searched = pl.collect_all([scan(layout.unwatched), _searched(text, layout, first_batch)])
-        found, paired, given, newlines, watched = searched.row(0)
-        if watched:  # perhaps a value of a watched key: read again with them, as null columns (see _Layout)
-            frame = scan(layout.schema).collect().drop(layout.watched)  # (dropped from the scan, they would not be read)
+        found, paired, given, newlines, watched, counts = searched.row(0)
+        if watched or counts:  # perhaps a value of a watched key or an invalid count: read again (see _Layout)
+            frame = scan(layout.again(watched, counts)).collect().drop(layout.watched if watched else ())  # (dropped from the scan, they would not be read)
     except (Exception, pl.exceptions.PanicException):
         return None
     if found and text.str.contains(_sought(layout, first_batch, _NOT_ESCAPED)).any() or not paired:
         return None
     frame = frame.rechunk()  # a chunk per few dozen lines: validation's expressions cost several times more on them
-    unusual, values = frame.select(_unusual(layout).any(), pl.sum_horizontal(0, *(pl.col(c).is_not_null().sum() for c in layout.nested))).row(0)
+    unusual, values = frame.select(_unusual(layout, frame.schema).any(), pl.sum_horizontal(0, *(pl.col(c).is_not_null().sum() for c in layout.nested))).row(0)
     return None if unusual or given != values else (frame, newlines)
 
 
@@ -445,7 +455,8 @@ def _searched(text: pl.Series, layout: _Layout, first_batch: bool) -> pl.LazyFra
     """What the text of a block (in pieces of whole lines) is searched for: whether it may hold what the batch path
     reads otherwise (:func:`_sought`: any ``\\u`` taken for an escape); whether, when the block has conversations,
     every key ``role`` or ``content`` in it is in a pair (:data:`_MESSAGE_KEYS`); the keys of nested fields given
-    a value other than null; its line ends; and whether any watched key (:class:`_Layout`) is in it.
+    a value other than null; its line ends; whether any watched key (:class:`_Layout`) is in it; and whether a
+    count only checked may be invalid (:func:`_invalid_counts`).
 
     When every such key is in a pair, each has a string (not null, not nested) and its partner beside it: so every
     message, which has a role (:func:`_unusual`: a key spelt as it is, since no letter is escaped), has a text,
@@ -463,28 +474,29 @@ def _searched(text: pl.Series, layout: _Layout, first_batch: bool) -> pl.LazyFra
     given = search.str.count_matches(rf'"(?:{keys})"{_SPACE}:{_SPACE}[^n\s]').sum() if keys else pl.lit(0, dtype=pl.UInt32)
     newlines = search.str.count_matches("\n", literal=True).sum()
     watched = search.str.contains_any([f'"{c}"' for c in layout.watched]).any() if layout.watched else pl.lit(False)
+    counts = search.str.contains(_invalid_counts()).any() if layout.meta_checked else pl.lit(False)
     return pl.LazyFrame({"text": text}).select(
-        found.alias("found"), paired.alias("paired"), given.alias("given"), newlines.alias("newlines"), watched.alias("watched")
+        found.alias("found"), paired.alias("paired"), given.alias("given"), newlines.alias("newlines"), watched.alias("watched"),
+        counts.alias("counts"),
     )
 
 
 def _sought(layout: _Layout, first_batch: bool, before: str) -> str:
     """The pattern of what a block must not hold: the escapes sought (:data:`_LONE_HIGH`, :data:`_NAME_CHARACTER`),
-    ``before`` their ``\\u`` (see :data:`_NOT_ESCAPED`); the keys :class:`_Layout` searches for; a ``conv_metadata``
-    given as text where it is read as text (polars renders an object as text much like it)."""
+    ``before`` their ``\\u`` (see :data:`_NOT_ESCAPED`); the keys :class:`_Layout` searches for."""
     keys = [*layout.column_keys, *(layout.first_batch_keys if first_batch else ())]
-    meta = [rf'"{re.escape(layout.meta_text)}"{_SPACE}:{_SPACE}"'] if layout.meta_text else []
-    return "|".join([rf"{before}\\u(?:{_LONE_HIGH}|{_NAME_CHARACTER})", *(re.escape(key) for key in keys), *meta])
+    return "|".join([rf"{before}\\u(?:{_LONE_HIGH}|{_NAME_CHARACTER})", *(re.escape(key) for key in keys)])
 
 
-def _unusual(layout: _Layout) -> pl.Expr:
-    """Per row: whether it has what the batch path reads otherwise: a nested value rendered as text, or a message
-    without a role (in a batch of such messages only, no message is read as one; one without a text is found on
-    the bytes, :func:`_searched`)."""
+def _unusual(layout: _Layout, schema: pl.Schema) -> pl.Expr:
+    """Per row (of a block read with ``schema``): whether it has what the batch path reads otherwise: a nested value
+    rendered as text, a message without a role (in a batch of such messages only, no message is read as one; one
+    without a text is found on the bytes, :func:`_searched`), or a count only checked and read as text that is
+    invalid."""
     checks = [pl.col(c).str.starts_with("{") | pl.col(c).str.starts_with("[") for c in layout.text]
     checks += [pl.col(c).list.eval(pl.element().struct.field("role").is_null()).list.any() for c in layout.conversations]
-    if layout.meta_text:
-        checks.append(~_meta_counts_valid(pl.col(layout.meta_text)))
+    if layout.meta_checked and schema[layout.meta_checked] == pl.String:
+        checks.append(~_meta_counts_valid(pl.col(layout.meta_checked)))
     return pl.any_horizontal(checks) if checks else pl.lit(False)
 
 
@@ -494,8 +506,24 @@ def _meta_counts_valid(meta: pl.Expr) -> pl.Expr:
     count :func:`meta_fields` reads is a whole number from 0 to 10^15 - 1 or null, in an object or null (so that it
     passes every check of :func:`canonicalize`). A key of a count anywhere else in it gives a false alarm, as does a
     valid count of another form (``"3"``, ``-0.0``): they only cost the batch path."""
+    counts, groups = _count_keys()
+    invalid = rf'"(?:{counts})": (?:[^0-9n]|[0-9]{{16}}|[0-9]+[^0-9,}}])|"(?:{groups})": [^{{n]'
+    return meta.is_null() | meta.str.starts_with("{") & ~meta.str.contains(invalid)
+
+
+def _invalid_counts() -> str:
+    """The pattern of a count that may be invalid, on a line's bytes: a key of a count :func:`meta_fields` reads
+    given anything but a whole number from 0 to 10^15 - 1 in decimal digits, or null; or a key of a group of them
+    given anything but an object or null. Found wherever it is, in a line that polars reads as JSON: a key in a
+    string has its quotes escaped, and one spelt with an escape is sought apart (:data:`_NAME_CHARACTER`). A key of
+    a count elsewhere, or a valid count of another form (``1.0``), only costs a read of ``conv_metadata`` as text."""
+    counts, groups = _count_keys()
+    return rf'"(?:{counts})"{_SPACE}:{_SPACE}(?:[^0-9n\s]|[0-9]{{16}}|[0-9]+[.eE])|"(?:{groups})"{_SPACE}:{_SPACE}[^{{n\s]'
+
+
+def _count_keys() -> tuple[str, str]:
+    """The keys of the counts :func:`meta_fields` reads, and of the groups of them, each as a pattern."""
     paths = [path for side in ("a", "b") for path in meta_paths(side).values()]
     counts = "|".join(re.escape(name) for name in sorted({path[-1] for path in paths}))
     groups = "|".join(re.escape(name) for name in sorted({path[0] for path in paths if len(path) > 1}))
-    invalid = rf'"(?:{counts})": (?:[^0-9n]|[0-9]{{16}}|[0-9]+[^0-9,}}])|"(?:{groups})": [^{{n]'
-    return meta.is_null() | meta.str.starts_with("{") & ~meta.str.contains(invalid)
+    return counts, groups
