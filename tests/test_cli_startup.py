@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 
@@ -69,3 +70,34 @@ def test_a_command_run_builds_only_that_command_and_says_what_the_whole_app_says
         alone, whole = runner.invoke(build_app(args[0]), args), runner.invoke(app, args)
         assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output)
     assert set(COMMANDS) | {"store"} == set(get_command(app).commands)  # type: ignore[attr-defined]
+
+
+def test_the_allocator_settings_are_in_place_before_polars_loads_and_a_users_own_are_kept(tmp_path):
+    """polars' allocator reads its settings once, when polars is loaded: the entry point must set them first
+    (they return a read's freed memory within 200 ms; see ``ALLOCATOR_SETTINGS``), and keep a user's own."""
+    from sim_battles import simulate
+
+    from arena_cli.cli import ALLOCATOR_SETTINGS
+
+    votes = tmp_path / "votes.parquet"
+    simulate(300, 4, seed=1)[0].write_parquet(votes)
+    code = (
+        "import os, sys\n"
+        "seen, setting = [], sys.argv[2]\n"
+        "class Watch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'polars': seen.append(os.environ.get(setting, 'unset'))\n"
+        "sys.meta_path.insert(0, Watch())\n"
+        "sys.argv = ['arena', 'fit', sys.argv[1], '--ci', 'none', '-o', os.devnull]\n"
+        "from arena_cli.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "finally:\n"
+        "    print(seen[0], file=sys.stderr)\n"
+    )
+    name, value = ALLOCATOR_SETTINGS
+    for given, expected in ((None, value), ("narenas:2", "narenas:2")):
+        env = {k: v for k, v in os.environ.items() if k != name} | ({name: given} if given else {})
+        done = subprocess.run([sys.executable, "-c", code, str(votes), name], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.strip().splitlines()[-1] == expected
