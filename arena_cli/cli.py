@@ -125,19 +125,9 @@ def __getattr__(name: str) -> typer.Typer:
     return app
 
 
-#: How long polars' allocator (jemalloc) keeps the pages a read freed before it hands them back: 10 s by default,
-#: so a 1M-vote read held ~500 MB at its peak for ~300 MB of live data, and bootstrap workers, forked after it,
-#: each kept a copy of the pages freed by then. Within 200 ms costs no measurable time (interleaved medians of 11:
-#: CPU 1.02) and lowers the peak of a 1M-vote style fit 508 → 350 MB and the whole process tree of its bootstrap
-#: from a store 610 → 448 MB (PSS). Set before polars is first imported (jemalloc reads it once, at its first
-#: allocation); a value the user set is kept.
-ALLOCATOR_SETTINGS = ("_RJEM_MALLOC_CONF", "dirty_decay_ms:200,muzzy_decay_ms:0")
-
-
 def main() -> None:
     from arena_cli.console import guard_closed_pipes
 
-    os.environ.setdefault(*ALLOCATOR_SETTINGS)
     guard_closed_pipes()
     named = sys.argv[1] if len(sys.argv) > 1 else None
     try:

@@ -72,23 +72,24 @@ def test_a_command_run_builds_only_that_command_and_says_what_the_whole_app_says
     assert set(COMMANDS) | {"store"} == set(get_command(app).commands)  # type: ignore[attr-defined]
 
 
-def test_the_allocator_settings_are_in_place_before_polars_loads_and_a_users_own_are_kept(tmp_path):
-    """polars' allocator reads its settings once, when polars is loaded: the entry point must set them first
-    (they return a read's freed memory within 200 ms; see ``ALLOCATOR_SETTINGS``), and keep a user's own."""
+def test_a_command_that_resamples_sets_the_allocator_before_polars_loads_and_keeps_a_users_own(tmp_path):
+    """polars' allocator reads its settings once, when polars is loaded: a command that bootstraps must set them
+    first (freed pages go back within 200 ms, so forked workers do not keep them: ``ALLOCATOR_SETTINGS``), keep
+    a user's own, and a command that does not resample leaves them as they are."""
     from sim_battles import simulate
 
-    from arena_cli.cli import ALLOCATOR_SETTINGS
+    from arena_cli.commands.options import ALLOCATOR_SETTINGS
 
     votes = tmp_path / "votes.parquet"
     simulate(300, 4, seed=1)[0].write_parquet(votes)
     code = (
         "import os, sys\n"
-        "seen, setting = [], sys.argv[2]\n"
+        "seen, setting, ci = [], sys.argv[2], sys.argv[3]\n"
         "class Watch:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
         "        if name == 'polars': seen.append(os.environ.get(setting, 'unset'))\n"
         "sys.meta_path.insert(0, Watch())\n"
-        "sys.argv = ['arena', 'fit', sys.argv[1], '--ci', 'none', '-o', os.devnull]\n"
+        "sys.argv = ['arena', 'fit', sys.argv[1], '--ci', ci, '--rounds', '20', '--workers', '2', '-o', os.devnull]\n"
         "from arena_cli.cli import main\n"
         "try:\n"
         "    main()\n"
@@ -96,8 +97,8 @@ def test_the_allocator_settings_are_in_place_before_polars_loads_and_a_users_own
         "    print(seen[0], file=sys.stderr)\n"
     )
     name, value = ALLOCATOR_SETTINGS
-    for given, expected in ((None, value), ("narenas:2", "narenas:2")):
+    for ci, given, expected in (("bootstrap", None, value), ("bootstrap", "narenas:2", "narenas:2"), ("none", None, "unset")):
         env = {k: v for k, v in os.environ.items() if k != name} | ({name: given} if given else {})
-        done = subprocess.run([sys.executable, "-c", code, str(votes), name], capture_output=True, text=True, env=env)
+        done = subprocess.run([sys.executable, "-c", code, str(votes), name, ci], capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
-        assert done.stderr.strip().splitlines()[-1] == expected
+        assert done.stderr.strip().splitlines()[-1] == expected, (ci, given)
