@@ -23,13 +23,19 @@ def test_help_imports_no_heavy_module():
     assert loaded == "", f"`arena --help` imports {loaded}"
 
 
+def _votes(tmp_path, battles: int):
+    """A parquet file of ``battles`` simulated votes between 4 models."""
+    from sim_battles import simulate
+
+    votes = tmp_path / "votes.parquet"
+    simulate(battles, 4, seed=1)[0].write_parquet(votes)
+    return votes
+
+
 def test_a_fit_to_a_file_needs_no_terminal_library_and_exits_cleanly(tmp_path):
     """A cron fit (-o FILE, nothing on stderr) never imports rich; the entry point freezes the garbage
     collector at exit (to skip the last collection), and the output and exit code are whole."""
-    from sim_battles import simulate
-
-    votes, out = tmp_path / "votes.parquet", tmp_path / "fit.json"
-    simulate(600, 4, seed=1)[0].write_parquet(votes)
+    votes, out = _votes(tmp_path, 600), tmp_path / "fit.json"
     code = (
         "import atexit, sys\n"
         "atexit.register(lambda: print('rich' in sys.modules, file=sys.stderr))\n"
@@ -76,12 +82,9 @@ def test_a_command_that_resamples_sets_the_allocator_before_polars_loads_and_kee
     """polars' allocator reads its settings once, when polars is loaded: a command that bootstraps must set them
     first (freed pages go back within 200 ms, so forked workers do not keep them: ``ALLOCATOR_SETTINGS``), keep
     a user's own, and a command that does not resample leaves them as they are."""
-    from sim_battles import simulate
-
     from arena_cli.commands.options import ALLOCATOR_SETTINGS
 
-    votes = tmp_path / "votes.parquet"
-    simulate(300, 4, seed=1)[0].write_parquet(votes)
+    votes = _votes(tmp_path, 300)
     code = (
         "import os, sys\n"
         "seen, setting, ci = [], sys.argv[2], sys.argv[3]\n"
