@@ -504,26 +504,20 @@ def _meta_counts_valid(meta: pl.Expr) -> pl.Expr:
     """Per row: whether a ``conv_metadata`` rendered as text by polars (``{"h1": 2, "bold_count_a": {"**": 0}}``:
     keys decoded, values as parsed: a number in decimal digits, ``1.0`` as ``1``) is null or an object whose every
     count :func:`meta_fields` reads is a whole number from 0 to 10^15 - 1 or null, in an object or null (so that it
-    passes every check of :func:`canonicalize`). A key of a count anywhere else in it gives a false alarm, as does a
-    valid count of another form (``"3"``, ``-0.0``): they only cost the batch path."""
-    counts, groups = _count_keys()
-    invalid = rf'"(?:{counts})": (?:[^0-9n]|[0-9]{{16}}|[0-9]+[^0-9,}}])|"(?:{groups})": [^{{n]'
-    return meta.is_null() | meta.str.starts_with("{") & ~meta.str.contains(invalid)
+    passes every check of :func:`canonicalize`): the rendered text holds none of :func:`_invalid_counts`. A key of
+    a count anywhere else in it gives a false alarm, as does a valid count of another form (``"3"``, ``-0.0``):
+    they only cost the batch path."""
+    return meta.is_null() | meta.str.starts_with("{") & ~meta.str.contains(_invalid_counts())
 
 
 def _invalid_counts() -> str:
-    """The pattern of a count that may be invalid, on a line's bytes: a key of a count :func:`meta_fields` reads
-    given anything but a whole number from 0 to 10^15 - 1 in decimal digits, or null; or a key of a group of them
-    given anything but an object or null. Found wherever it is, in a line that polars reads as JSON: a key in a
-    string has its quotes escaped, and one spelt with an escape is sought apart (:data:`_NAME_CHARACTER`). A key of
-    a count elsewhere, or a valid count of another form (``1.0``), only costs a read of ``conv_metadata`` as text."""
-    counts, groups = _count_keys()
-    return rf'"(?:{counts})"{_SPACE}:{_SPACE}(?:[^0-9n\s]|[0-9]{{16}}|[0-9]+[.eE])|"(?:{groups})"{_SPACE}:{_SPACE}[^{{n\s]'
-
-
-def _count_keys() -> tuple[str, str]:
-    """The keys of the counts :func:`meta_fields` reads, and of the groups of them, each as a pattern."""
+    """The pattern of a count that may be invalid, on a line's bytes (or on polars' rendering of the object as
+    text): a key of a count :func:`meta_fields` reads given anything but a whole number from 0 to 10^15 - 1 in
+    decimal digits, or null; or a key of a group of them given anything but an object or null. Found wherever it
+    is, in a line that polars reads as JSON: a key in a string has its quotes escaped, and one spelt with an escape
+    is sought apart (:data:`_NAME_CHARACTER`). A key of a count elsewhere, or a valid count of another form
+    (``1.0``), only costs a read of ``conv_metadata`` as text."""
     paths = [path for side in ("a", "b") for path in meta_paths(side).values()]
     counts = "|".join(re.escape(name) for name in sorted({path[-1] for path in paths}))
     groups = "|".join(re.escape(name) for name in sorted({path[0] for path in paths if len(path) > 1}))
-    return counts, groups
+    return rf'"(?:{counts})"{_SPACE}:{_SPACE}(?:[^0-9n\s]|[0-9]{{16}}|[0-9]+[.eE])|"(?:{groups})"{_SPACE}:{_SPACE}[^{{n\s]'
