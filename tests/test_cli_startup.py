@@ -105,3 +105,31 @@ def test_a_command_that_resamples_sets_the_allocator_before_polars_loads_and_kee
         done = subprocess.run([sys.executable, "-c", code, str(votes), name, ci], capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
         assert done.stderr.strip().splitlines()[-1] == expected, (ci, given)
+
+
+def test_the_arena_command_starts_openblas_without_threads_before_numpy_loads_and_keeps_a_users_own(tmp_path):
+    """OpenBLAS reads its thread count once, as numpy loads: the command sets it first (``BLAS_SETTINGS``) and
+    keeps a user's own value."""
+    from arena_cli.cli import BLAS_SETTINGS
+
+    votes = _votes(tmp_path, 300)
+    code = (
+        "import os, sys\n"
+        "seen, setting = [], sys.argv[2]\n"
+        "class Watch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'numpy': seen.append(os.environ.get(setting, 'unset'))\n"
+        "sys.meta_path.insert(0, Watch())\n"
+        "sys.argv = ['arena', 'fit', sys.argv[1], '--ci', 'none', '-o', os.devnull]\n"
+        "from arena_cli.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "finally:\n"
+        "    print(seen[0], file=sys.stderr)\n"
+    )
+    name, value = BLAS_SETTINGS
+    for given, expected in ((None, value), ("2", "2")):
+        env = {k: v for k, v in os.environ.items() if k != name} | ({name: given} if given else {})
+        done = subprocess.run([sys.executable, "-c", code, str(votes), name], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.strip().splitlines()[-1] == expected, given

@@ -199,3 +199,23 @@ def test_threads_change_nothing(battles, threads, monkeypatch):
         assert np.array_equal(problem.gradient(theta, one, cw, ridge_sum), problem.gradient(theta, one, cw, ridge_sum, workers))
         assert np.array_equal(problem.information(one, cw, ridge_sum), problem.information(one, cw, ridge_sum, workers))
     assert np.array_equal(newton(problem, count).theta, newton(problem, count, threads=threads).theta)
+
+
+@pytest.mark.parametrize("ties", [Ties.half, Ties.davidson])
+def test_the_terms_at_the_maximum_are_those_of_its_theta_computed_when_asked_and_once(battles, ties):
+    """A run that ends on a full step computes the terms at its last θ only when asked for (a fit without
+    intervals never is): they are then the terms at the returned θ, and the solution, settled, can be sent to a
+    spawned worker."""
+    import pickle
+
+    problem, _ = problem_for(battles, style="both", ties=ties)
+    count = problem.design.row_count
+    solution = newton(problem, count)
+    at_theta = problem.terms(solution.theta, count, problem.ridge_sum(count), objective=False)
+    terms = solution.terms
+    assert terms is solution.terms  # (computed once)
+    for name, value in vars(at_theta).items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_allclose(getattr(terms, name), value, rtol=1e-12, atol=1e-15)
+    sent = pickle.loads(pickle.dumps(solution.settled()))
+    np.testing.assert_array_equal(sent.terms.s_d, terms.s_d)

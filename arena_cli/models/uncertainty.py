@@ -270,6 +270,8 @@ def bootstrap(
 ) -> list[np.ndarray]:
     """θ draws per problem, shape (rounds, n_params), in round order (independent of ``workers``)."""
     workers = min(workers or available_cores(), rounds)
+    for solution in job.solutions:  # every round starts from the full-data terms: computed once, before workers fork
+        solution.settled()
     if any(not p.design.aggregated for p in job.problems) and job.resampler.cluster is None:
         job.resampler.prepare_spread()
     chunk = max(1, min(50, rounds // (workers * 8) or 1))
