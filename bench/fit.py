@@ -45,7 +45,7 @@ import polars as pl
 
 from measure import ARENA, byte_compile, machine, run, timed_in_turn
 from objective import FLAT_GROUPS, OUTCOMES, fit_scores, style_matrix
-from shapes import DEFAULT_SHAPES, SHAPES, Shape, ensure, parse_names, reference_path
+from shapes import BASELINES_PYTHON, DEFAULT_SHAPES, SHAPES, Shape, ensure, parse_names, reference_path
 
 HERE = Path(__file__).resolve().parent
 FLOOR = [sys.executable, str(HERE / "floor.py")]
@@ -148,7 +148,7 @@ def bench_fits(args, workdir: Path, shapes: list[str], sizes: list[int], baselin
     outdir = workdir / "out"
     outdir.mkdir(exist_ok=True)
     for n in sizes:
-        paths = ensure(shapes, n, args.models, workdir, log=log)
+        paths = ensure(shapes, n, args.models, workdir, log=log, hub_python=args.baselines_python)
         for name in shapes:
             shape, path = SHAPES[name], paths[name]
             needs_features = "store+features" in args.sources and "both" in args.styles
@@ -261,7 +261,7 @@ def main() -> None:
     parser.add_argument("--styles", default="none,both", type=lambda s: s.split(","))
     parser.add_argument("--sources", default="file,store,store+features", type=lambda s: s.split(","), help="file, store, store+features")
     parser.add_argument("--growth", action="store_true", help="time and memory growth: nested parquet, arena fit and its floor only")
-    parser.add_argument("--baselines-python", default="/tmp/benchvenv/bin/python", help="python with arena-rank, pandas, pyarrow")
+    parser.add_argument("--baselines-python", default=BASELINES_PYTHON, help="python with arena-rank, pandas, pyarrow")
     parser.add_argument("--no-baselines", action="store_true", help="skip arena-rank and FastChat's recipe")
     parser.add_argument("--check-limit", type=int, default=10_000_000, help="compare scores with the reference up to this many votes")
     parser.add_argument("--workdir", default=None, type=Path, help="inputs, stores and results (default $ARENA_BENCH_DIR or /tmp/arena-bench)")

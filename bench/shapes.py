@@ -16,6 +16,11 @@ Shapes (``SHAPES``), by the texts they carry; files of one kind hold the same vo
   (FastChat's conversation release: ``conversation_a/b`` as ``list<struct{role, content}>``), and
   ``texts-meta-jsonl``, ``texts-meta-parquet`` with ``conv_metadata`` too.
 
+Parquet shapes are written by polars, except ``nested-parquet-hub`` and ``texts-parquet-hub``: the same rows as
+``nested-parquet`` and ``texts-parquet``, written as the Hugging Face hub's releases are (the ``datasets``
+library: pyarrow's writer, snappy, dictionary pages for nested leaves too, row groups of 1,000 rows), whose
+footers are large and whose row groups are many (:data:`HUB_WRITER`; it needs a python with pyarrow).
+
 Each kind also has a flat file (``flat-parquet``, ``flat-short-parquet``, ``flat-long-parquet``): the counts and
 outcomes the benches' reference fits read. Files are generated part by part (memory bounded by one part, so
 100M votes fit), written under a temporary name and renamed when whole, and cached in the work directory under
@@ -25,6 +30,7 @@ a name that holds the shape, size, models, seed and generator versions.
 from __future__ import annotations
 
 import io
+import subprocess
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -61,6 +67,7 @@ class Shape:
     layout: Callable[[Simulation, int], pl.DataFrame]
     counts: str | None
     texts: bool
+    hub: bool = False  # written as the Hugging Face hub's ``datasets`` writes parquet (see HUB_WRITER)
 
     def path(self, workdir: Path, n: int, n_models: int, seed: int) -> Path:
         return Path(workdir) / f"{self.name}-{n}-{n_models}-s{seed}-g{GENERATOR_VERSION}.{SHAPES_VERSION}.{self.container}"
@@ -151,6 +158,7 @@ def flat(sim: Simulation, k: int) -> pl.DataFrame:
 
 SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("nested-parquet", "none", "parquet", release, "meta", False),
+    Shape("nested-parquet-hub", "none", "parquet", release, "meta", False, hub=True),
     Shape("fastchat-jsonl", "none", "jsonl", fastchat, "meta", False),
     Shape("fastchat-json", "none", "json", fastchat, "meta", False),
     Shape("flat-parquet", "none", "parquet", flat, "flat", False),
@@ -159,6 +167,7 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("texts-meta-jsonl", "long", "jsonl", conversations(meta=True), "meta", True),
     Shape("texts-parquet", "long", "parquet", conversations(meta=False), None, True),
     Shape("texts-meta-parquet", "long", "parquet", conversations(meta=True), "meta", True),
+    Shape("texts-parquet-hub", "long", "parquet", conversations(meta=False), None, True, hub=True),
     Shape("flat-short-parquet", "short", "parquet", flat, "flat", False),
     Shape("flat-long-parquet", "long", "parquet", flat, "flat", False),
 )}
@@ -171,11 +180,29 @@ DEFAULT_SHAPES = tuple(name for name, s in SHAPES.items() if s.layout is not fla
 # ------------------------------------------------------------------------------------------------------ writing
 
 
-class _Sink:
-    """One file written part by part under a temporary name, renamed when whole."""
+#: The ``datasets`` library's parquet writing (``Dataset.to_parquet``, ``push_to_hub``): pyarrow's writer with its
+#: defaults and row groups of ``datasets.config.DEFAULT_MAX_BATCH_SIZE`` (1,000) rows; run as
+#: ``python -c HUB_WRITER SOURCE TARGET`` by a python with pyarrow, streaming (memory bounded by one batch).
+HUB_WRITER = """
+import sys
+import pyarrow.parquet as pq
+source = pq.ParquetFile(sys.argv[1])
+with pq.ParquetWriter(sys.argv[2], source.schema_arrow) as writer:
+    for batch in source.iter_batches(batch_size=100_000):
+        writer.write_batch(batch, row_group_size=1000)
+"""
 
-    def __init__(self, path: Path, container: str):
-        self.path, self.container = path, container
+
+#: The benches' baselines virtualenv (bench/fit.py), which has pyarrow.
+BASELINES_PYTHON = "/tmp/benchvenv/bin/python"
+
+
+class _Sink:
+    """One file written part by part under a temporary name, renamed when whole; ``hub_python``: a python with
+    pyarrow that rewrites it as the hub does (see :data:`HUB_WRITER`)."""
+
+    def __init__(self, path: Path, container: str, hub_python: str | None = None):
+        self.path, self.container, self.hub_python = path, container, hub_python
         self.tmp = path.with_name(path.name + ".partial")
         self.parts: list[Path] = []  # parquet: parts first, joined by one streaming pass at the end
         self.handle = open(self.tmp, "wb")
@@ -203,6 +230,11 @@ class _Sink:
             pl.scan_parquet(self.parts).sink_parquet(self.tmp)
             for part in self.parts:
                 part.unlink()
+        if self.hub_python is not None:
+            polars_written = self.tmp.with_name(self.tmp.name + ".polars")
+            self.tmp.rename(polars_written)
+            subprocess.run([self.hub_python, "-c", HUB_WRITER, str(polars_written), str(self.tmp)], check=True)
+            polars_written.unlink()
         self.tmp.rename(self.path)
 
 
@@ -211,9 +243,10 @@ def default_seed(n: int, n_models: int) -> int:
 
 
 def ensure(names: Iterable[str], n: int, n_models: int, workdir: Path, seed: int | None = None,
-           log: Callable[[str], None] = print) -> dict[str, Path]:
+           log: Callable[[str], None] = print, hub_python: str = BASELINES_PYTHON) -> dict[str, Path]:
     """The files of the shapes ``names`` (and the reference flat file of each kind), ``n`` votes among
-    ``n_models`` models, generated where not cached: one simulation pass per kind writes all its missing files."""
+    ``n_models`` models, generated where not cached: one simulation pass per kind writes all its missing files.
+    ``hub_python``: a python with pyarrow, for the shapes written as the hub writes them."""
     seed = default_seed(n, n_models) if seed is None else seed
     shapes = [SHAPES[name] for name in dict.fromkeys(names)]
     shapes += [REFERENCE[kind] for kind in dict.fromkeys(s.kind for s in shapes) if REFERENCE[kind] not in shapes]
@@ -223,7 +256,7 @@ def ensure(names: Iterable[str], n: int, n_models: int, workdir: Path, seed: int
         if not missing:
             continue
         log(f"generating {', '.join(s.name for s in missing)}: {n:,} votes x {n_models} models ...")
-        sinks = [(_Sink(paths[s.name], s.container), s) for s in missing]
+        sinks = [(_Sink(paths[s.name], s.container, hub_python if s.hub else None), s) for s in missing]
         for k, sim in enumerate(simulate_in_parts(n, n_models, seed, part_battles=part_rows, **options)):
             for sink, shape in sinks:
                 sink.add(shape.layout(sim, k))

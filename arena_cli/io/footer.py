@@ -1,21 +1,17 @@
 """What a parquet file's footer says that polars does not: where its row groups are (their rows, and the bytes
-of each column), and the range of each integer column.
+of each column).
 
 Why: polars reads a slice of a row group by decoding the whole of it, so a reader that batches a file must cut it
-at row-group boundaries (:func:`row_groups`); and a plain fit of LMArena's release validates every
-``conv_metadata`` count, whose struct costs more to decode than the rest of the fit, while the writer's
-per-row-group minimum and maximum of each count usually show that none can be out of range
-(:func:`integer_ranges`). The footer is Thrift's compact protocol
+at row-group boundaries (:func:`row_groups`). The footer is Thrift's compact protocol
 (https://github.com/apache/parquet-format/blob/master/src/main/thrift/parquet.thrift): ``FileMetaData`` field 4
 lists the ``RowGroup`` s, each with its ``num_rows`` (field 3) and ``ColumnChunk`` s (field 1), whose
-``ColumnMetaData`` (field 3) has its physical type (1), path (3), uncompressed size (6) and statistics (12).
+``ColumnMetaData`` (field 3) has its path (3) and uncompressed size (6).
 """
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +33,7 @@ class RowGroup:
 def row_groups(path: Path) -> list[RowGroup]:
     """The row groups of the parquet file at ``path``; ValueError (or OSError) when its footer cannot be read."""
     try:
-        metadata = _file_metadata(path)
+        metadata = _decoded_footer(path)
         groups = [RowGroup(group[3], tuple(_leaf(chunk) for chunk in group.get(1, []))) for group in metadata[4]]
     except (IndexError, KeyError, TypeError, struct.error, RecursionError):
         raise ValueError("truncated or damaged parquet footer") from None
@@ -52,39 +48,11 @@ def _leaf(chunk: dict[int, Any]) -> tuple[str, int]:
     return path[0].decode("utf-8", "replace"), meta.get(6, 0)
 
 
-#: Parquet physical types whose statistics are read: INT32 and INT64 (plain little-endian, signed order).
-_INT_WIDTHS = {1: 4, 2: 8}
-#: A footer larger than this is not decoded (a file of some hundred thousand row groups): the caller reads the data.
+#: A footer larger than this is not decoded (a file of some hundred thousand row groups).
 MAX_FOOTER_BYTES = 64 << 20
 
 
-@dataclass(frozen=True)
-class LeafRange:
-    """The smallest and largest value of a leaf column over the whole file (nulls aside)."""
-
-    minimum: int
-    maximum: int
-
-
-def integer_ranges(path: Path) -> dict[tuple[str, ...], LeafRange]:
-    """Per leaf column of integers (by its path: ``("conv_metadata", "header_count_a", "h1")``) whose every row
-    group has statistics, its range over the file. A leaf missing here is one the statistics do not settle.
-    An unreadable or unexpected footer gives no ranges (never an error: the caller then reads the data)."""
-    try:
-        return _ranges(_file_metadata(path))
-    except (OSError, ValueError, IndexError, KeyError, TypeError, struct.error, RecursionError):
-        return {}
-
-
-def _file_metadata(path: Path) -> dict[int, Any]:
-    """The decoded footer, once per file as it is (a read asks for its statistics and its row groups; at 800 row
-    groups decoding takes most of a second). Not to be changed by callers."""
-    stat = path.stat()
-    return _decoded_footer(str(path), stat.st_size, stat.st_mtime_ns)
-
-
-@lru_cache(maxsize=16)
-def _decoded_footer(path: str, size: int, mtime_ns: int) -> dict[int, Any]:
+def _decoded_footer(path: Path) -> dict[int, Any]:
     with open(path, "rb") as handle:
         size = handle.seek(0, 2)
         handle.seek(size - 8)
@@ -98,43 +66,13 @@ def _decoded_footer(path: str, size: int, mtime_ns: int) -> dict[int, Any]:
         return _Compact(handle.read(length)).read_struct(WANTED)
 
 
-def _ranges(metadata: dict[int, Any]) -> dict[tuple[str, ...], LeafRange]:
-    ranges: dict[tuple[str, ...], LeafRange] = {}
-    unsettled: set[tuple[str, ...]] = set()
-    for row_group in metadata[4]:  # FileMetaData.row_groups
-        for chunk in row_group[1]:  # RowGroup.columns
-            meta = chunk.get(3)  # ColumnChunk.meta_data
-            if meta is None:
-                return {}
-            leaf = tuple(name.decode() for name in meta[3])  # ColumnMetaData.path_in_schema
-            found = _chunk_range(meta.get(1), meta.get(12))  # type, statistics
-            if found is None:
-                unsettled.add(leaf)
-                continue
-            known = ranges.get(leaf)
-            ranges[leaf] = found if known is None else LeafRange(min(known.minimum, found.minimum), max(known.maximum, found.maximum))
-    return {leaf: found for leaf, found in ranges.items() if leaf not in unsettled}
-
-
-def _chunk_range(physical: int | None, statistics: dict[int, Any] | None) -> LeafRange | None:
-    """A column chunk's range from its statistics: ``min_value``/``max_value`` (fields 6, 5), else the older
-    ``min``/``max`` (2, 1), which for signed integers have the same order. None: no statistics, or all nulls."""
-    width = _INT_WIDTHS.get(physical or -1)
-    if width is None or not statistics:
-        return None
-    low, high = statistics.get(6, statistics.get(2)), statistics.get(5, statistics.get(1))
-    if not isinstance(low, bytes) or not isinstance(high, bytes) or len(low) != width or len(high) != width:
-        return None
-    return LeafRange(int.from_bytes(low, "little", signed=True), int.from_bytes(high, "little", signed=True))
-
-
 #: The parts of ``FileMetaData`` this module reads, by field id (a nested dict: the fields wanted of a struct, or of
 #: each struct of a list; True: the whole value). The rest (the schema, encodings, page offsets, key-value
 #: metadata...) is skipped unbuilt: at 800 row groups that is most of the footer.
 WANTED = {
     3: True,  # num_rows
     4: {  # row_groups
-        1: {3: {1: True, 3: True, 6: True, 12: {1: True, 2: True, 5: True, 6: True}}},  # columns: meta_data
+        1: {3: {3: True, 6: True}},  # columns: meta_data
         3: True,  # num_rows
     },
 }

@@ -1,5 +1,6 @@
-"""Parquet footer statistics (``io/footer.py``): the ranges polars' writer records, decoded without polars, and
-the lean read that skips ``conv_metadata`` only when they show no count can fail its check."""
+"""The lean read of a parquet log with ``conv_metadata`` (``io/lean.py``): it skips the struct in a plain fit, and
+its per-row count checks in a style fit, only when no count can fail its check (polars answers from the writer's
+statistics where they settle it)."""
 
 from __future__ import annotations
 
@@ -8,48 +9,46 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena_cli.io.footer import LeafRange, integer_ranges
+from arena_cli.io.fields import MAX_COUNT
 from arena_cli.io.lean import lean_parquet
 from arena_cli.io.options import InputOptions
 from arena_cli.io.reading import read_sources
 from arena_cli.schema import META_COLUMNS
 
-values = st.lists(st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)), min_size=1, max_size=40)
+counts = st.lists(st.one_of(st.none(), st.integers(-3, 5), st.sampled_from([MAX_COUNT, MAX_COUNT + 1, -(2**63), 2**63 - 1, 2**64 - 1])), min_size=1, max_size=30)
+
+
+BOUNDS = {pl.Int64: (-(2**63), 2**63 - 1), pl.Int32: (-(2**31), 2**31 - 1), pl.UInt64: (0, 2**64 - 1), pl.UInt8: (0, 255), pl.Int8: (-128, 127)}
 
 
 @settings(max_examples=60, deadline=None)
-@given(values, values.map(lambda v: [None if x is None else x % 2**31 for x in v]), st.integers(1, 7))
-def test_ranges_are_the_columns_min_and_max(tmp_path_factory, big, small, group):
-    """Every integer leaf, top-level or in a struct, over any number of row groups: the range is polars' min and
-    max of the column; a leaf of nulls only has none."""
-    n = min(len(big), len(small))
-    frame = pl.DataFrame({"big": pl.Series(big[:n], dtype=pl.Int64), "small": pl.Series(small[:n], dtype=pl.Int32)})
-    frame = frame.with_columns(pl.struct(pl.col("big"), pl.struct(pl.col("small").alias("leaf")).alias("inner")).alias("nested"))
+@given(counts, st.sampled_from([pl.Int64, pl.Int32, pl.UInt64, pl.UInt8, pl.Int8]), st.integers(1, 7), st.booleans())
+def test_counts_are_in_range_exactly_when_no_value_is_out_of_it(tmp_path_factory, values, dtype, group, statistics):
+    """Any integer type, any row groups, with the writer's statistics or without: the counts are taken as in range
+    exactly when every value is in [0, MAX_COUNT] (nulls aside); and a plain lean read then skips the struct and
+    gives the battles and quarantine of a full read."""
+    low, high = BOUNDS[dtype]
+    fits = [v for v in values if v is None or low <= v <= high] or [None]
     path = tmp_path_factory.mktemp("f") / "v.parquet"
-    frame.write_parquet(path, row_group_size=group, statistics=True)
-    ranges = integer_ranges(path)
-    for leaf, column in (((("big",)), "big"), (("small",), "small"), (("nested", "big"), "big"), (("nested", "inner", "leaf"), "small")):
-        present = frame[column].drop_nulls()
-        if present.len() and frame[column].null_count() == 0:
-            assert ranges[leaf] == LeafRange(present.min(), present.max())
-        elif leaf in ranges:  # groups of nulls only have no statistics: such a leaf is unsettled
-            assert ranges[leaf] == LeafRange(present.min(), present.max())
+    n = len(fits)
+    pl.DataFrame({
+        "model_a": ["x", "y"] * n, "model_b": ["y", "z"] * n, "winner": ["model_a", "tie"] * n,
+        "conv_metadata": pl.DataFrame({"t": pl.Series(fits * 2, dtype=dtype), "h": pl.Series([1] * 2 * n, dtype=pl.Int64)}).select(
+            pl.struct(pl.col("t").alias("sum_assistant_b_tokens"), pl.struct(pl.col("h").alias("h2")).alias("header_count_a"))
+        ).to_series(),
+    }).write_parquet(path, row_group_size=group, statistics=statistics)
+    plain = ["model_a", "model_b", "outcome"]
+    expected = all(v is None or 0 <= v <= MAX_COUNT for v in fits)
+    assert lean_parquet(path, InputOptions(), plain).counts_in_range == expected
+    lean, full = read_sources([path], columns=plain), read_sources([path])
+    assert lean.battles.equals(full.battles.select(plain))
+    assert lean.quarantine.select("source_row", "reason", "detail").equals(full.quarantine.select("source_row", "reason", "detail"))
 
 
-@pytest.mark.parametrize("damage", ["truncated", "not parquet", "footer length", "garbage footer", "no statistics"])
-def test_an_unreadable_footer_settles_nothing(tmp_path, damage):
+def test_counts_that_are_not_integers_are_never_taken_as_in_range(tmp_path):
     path = tmp_path / "v.parquet"
-    pl.DataFrame({"x": [1, 2, 3]}).write_parquet(path, statistics=damage != "no statistics")
-    data = path.read_bytes()
-    changed = {
-        "truncated": data[: len(data) // 2],
-        "not parquet": b"hello world, not a parquet file at all",
-        "footer length": data[:-8] + (2**31).to_bytes(4, "little") + b"PAR1",
-        "garbage footer": data[: len(data) - 8 - 40] + bytes(range(200, 240)) + data[-8:],
-        "no statistics": data,
-    }[damage]
-    path.write_bytes(changed)
-    assert integer_ranges(path) == {}
+    pl.DataFrame({"model_a": ["x"], "model_b": ["y"], "winner": ["tie"], "conv_metadata": [{"sum_assistant_a_tokens": 3.0}]}).write_parquet(path)
+    assert not lean_parquet(path, InputOptions(), ["model_a", "model_b", "outcome"]).counts_in_range
 
 
 def test_unsigned_values_past_the_signed_range_are_never_taken_as_in_range(tmp_path):
