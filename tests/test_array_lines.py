@@ -19,8 +19,9 @@ from arena_cli.io.array_lines import array_lines
 def _split(data: bytes, size: int = 1 << 20, piece: int = 100) -> list[bytes | None]:
     """The blocks ``data`` is split into, each its pieces joined, asserting they are whole lines."""
     blocks = list(array_lines(io.BytesIO(data), size, piece))
-    assert all(block and all(p.endswith(b"\n") for p in block) for block in blocks if block is not None)
-    return [None if block is None else b"".join(block) for block in blocks]
+    assert all(block.pieces and all(p.endswith(b"\n") for p in block.pieces) for block in blocks if block is not None)
+    assert all(block.lines == b"".join(block.pieces).count(b"\n") for block in blocks if block is not None)
+    return [None if block is None else b"".join(block.pieces) for block in blocks]
 
 
 def _dumps(records: list, layout: int | str | None = None, ensure_ascii: bool = True) -> bytes:

@@ -330,6 +330,8 @@ FLAT = [{k: v for k, v in vote.items() if k != "conv_metadata"} for vote in CLEA
 @example(CLEAN, [("late Kaggle winner columns", 10)], [], PLAIN, (5, 64 << 20), 3, 4 << 20)
 @example(CLEAN, [("repeated id", 7), ("self battle", 2)], ["byte-order mark", "trailing blank lines"], STYLED, (5, 700), 12, 1)
 @example(CLEAN, [("self battle", 0)], ["byte-order mark", "CRLF line ends"], PLAIN, (2, 3), 1, 1)
+@example(CLEAN, [("self battle", 7), ("unknown winner", 10)], ["CRLF line ends"], PLAIN, (2, 3), 12, 4 << 20)  # blocks read at once
+@example(CLEAN, [("unknown winner", 6), ("self battle", 11)], ["trailing blank lines"], STYLED, (3, 700), 12, 500)  # blocks read at once
 @example(CLEAN, [("nested as deeply as may be", 2), ("nested deeper than polars infers", 5)], [], STYLED, (200_000, 64 << 20), 1, 4 << 20)
 @example(CLEAN, [("nested too deeply", 3), ("objects nested too deeply", 8)], ["CRLF line ends"], PLAIN, (5, 700), 1, 500)
 @example(CLEAN, [("conv_metadata given twice, then with other counts", 1)], [], STYLED, (2, 3), 1, 4 << 20)
@@ -684,10 +686,12 @@ def test_a_jsonl_file_is_read_in_blocks_of_pieces_of_whole_lines(lines, bom, fin
     with pytest.MonkeyPatch.context() as patched:
         patched.setattr(streamed_jsonl, "_PIECE_BYTES", piece)
         blocks = list(streamed_jsonl._line_blocks(io.BytesIO(data), size))
-    assert b"".join(p for block in blocks for p in block) == data.removeprefix(b"\xef\xbb\xbf")
-    pieces = [p for block in blocks for p in block]
+    assert b"".join(p for block in blocks for p in block.pieces) == data.removeprefix(b"\xef\xbb\xbf")
+    pieces = [p for block in blocks for p in block.pieces]
     assert all(pieces) and all(p.endswith(b"\n") for p in pieces[:-1])
-    assert all(sum(map(len, block)) >= size for block in blocks[:-1])
+    assert all(sum(map(len, block.pieces)) >= size for block in blocks[:-1])
+    texts = [b"".join(block.pieces) for block in blocks]
+    assert [block.lines for block in blocks] == [text.count(b"\n") + (not text.endswith(b"\n")) for text in texts]
 
 
 def test_pieces_after_a_line_longer_than_a_piece_are_of_a_piece_s_size(monkeypatch):
@@ -695,7 +699,7 @@ def test_pieces_after_a_line_longer_than_a_piece_are_of_a_piece_s_size(monkeypat
     after it (searched one at a time, each taking four times its size) are no larger than the pieces before."""
     monkeypatch.setattr(streamed_jsonl, "_PIECE_BYTES", 16)
     data = b"abcd\n" * 20 + b"x" * 1000 + b"\n" + b"abcd\n" * 50
-    pieces = [p for block in streamed_jsonl._line_blocks(io.BytesIO(data), 1 << 20) for p in block]
+    pieces = [p for block in streamed_jsonl._line_blocks(io.BytesIO(data), 1 << 20) for p in block.pieces]
     assert b"".join(pieces) == data
     long = next(i for i, p in enumerate(pieces) if b"x" in p)
     assert all(len(p) <= 16 for p in pieces[:long] + pieces[long + 1 :])
@@ -716,7 +720,7 @@ def test_numbers_read_as_text_from_an_array_are_those_of_the_batch_path(tmp_path
     path.write_text("[" + ",\n".join(f'{{"tstamp": {SPELLINGS[how](value)}, "question_id": {number}}}' for value, how, number in numbers) + "]")
     batch = pl.concat([part.frame for part in read_json_array(path)]).select("tstamp", "question_id")
     with path.open("rb") as handle:
-        lines = b"".join(piece for block in array_lines(handle, 1 << 20, 1 << 20) for piece in block)
+        lines = b"".join(piece for block in array_lines(handle, 1 << 20, 1 << 20) for piece in block.pieces)
         fast = pl.read_ndjson(lines, schema={"tstamp": pl.String, "question_id": pl.String})
     assert fast.equals(batch)
 

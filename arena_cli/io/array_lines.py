@@ -29,6 +29,7 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import IO
 
 import numpy as np
@@ -52,7 +53,17 @@ _WHITE = re.compile(rb"[ \t\n\r]*")
 _BYTES_A_MARK = 8
 
 
-def array_lines(handle: IO[bytes], size: int, piece: int) -> Iterator[list[bytes] | None]:
+@dataclass(frozen=True)
+class LineBlock:
+    """A block of whole JSON lines, in pieces of whole lines, and how many lines it holds: its line ends, and one
+    more for a last line without one (known as the block is made, so that the next block's first line number is
+    known before this one is read)."""
+
+    pieces: list[bytes]
+    lines: int
+
+
+def array_lines(handle: IO[bytes], size: int, piece: int) -> Iterator[LineBlock | None]:
     """The records of the JSON array that ``handle`` reads, in blocks of JSON lines (each record one line, ended by
     a newline), about ``size`` bytes of the file at a time (more for a record longer than half that), each in
     pieces of whole lines of about ``piece`` bytes; None, and no more, as soon as the file is found not to be one
@@ -73,7 +84,7 @@ def array_lines(handle: IO[bytes], size: int, piece: int) -> Iterator[list[bytes
             return
         used, records, closed = split
         if records:
-            yield _pieces(buffer, used, piece)
+            yield LineBlock(_pieces(buffer, used, piece), records)
         begun = begun or used > 0
         if closed:
             rest: bytes | bytearray = buffer[used:length]
@@ -117,9 +128,9 @@ def fill(handle: IO[bytes], buffer: bytearray, start: int) -> int:
     return start
 
 
-def _split(buffer: bytearray, length: int, begun: bool, ended: bool) -> tuple[int, bool, bool] | None:
+def _split(buffer: bytearray, length: int, begun: bool, ended: bool) -> tuple[int, int, bool] | None:
     """The bytes at the start of a block (the first ``length`` of ``buffer``) that hold complete records (up to the
-    comma after the last one, or to the array's ``]``), made JSON lines in place; whether they hold any record, and
+    comma after the last one, or to the array's ``]``), made JSON lines in place; how many records they hold, and
     whether the array ends there. None when the block shows the file is not read here. ``begun``: whether the block
     starts after the array's ``[`` and a comma (else at the file's start); ``ended``: whether it holds the file's
     end (found by the scan of its strings and brackets only)."""
@@ -154,9 +165,9 @@ def _split(buffer: bytearray, length: int, begun: bool, ended: bool) -> tuple[in
         return None
     closed = bool(len(kinds)) and kinds[-1] == _RBRACKET
     if not closed and not len(commas):
-        return 0, False, False
+        return 0, 0, False
     used = int(at[-1] if closed else commas[-1]) + 1
-    records = bool((kinds == _LBRACE).any())  # none: an empty array
+    records = int(((kinds == _LBRACE) & (at < used)).sum())  # none: an empty array
     if records:
         text[breaks[breaks < used]] = _SPACE
         text[commas] = _NEWLINE
@@ -182,7 +193,7 @@ def _record_ends(text: np.ndarray, begun: bool) -> np.ndarray | None:
     return ends
 
 
-def _split_lines(text: np.ndarray, ends: np.ndarray) -> tuple[int, bool, bool] | None:
+def _split_lines(text: np.ndarray, ends: np.ndarray) -> tuple[int, int, bool] | None:
     """A block of one record a line (``ends``, see :func:`_record_ends`) made JSON lines in place, up to the comma
     before its last line end (the rest carried to the next block, whose first byte it is), as :func:`_split` gives
     them: each comma a line end, each line end and the first byte a space. None for a record nested deeper than
@@ -191,7 +202,7 @@ def _split_lines(text: np.ndarray, ends: np.ndarray) -> tuple[int, bool, bool] |
     text[ends - 1] = _NEWLINE
     text[ends[:-1]] = _SPACE
     text[0] = _SPACE
-    return None if nesting(text[:used].data, DEEPEST).max() > DEEPEST else (used, True, False)
+    return None if nesting(text[:used].data, DEEPEST).max() > DEEPEST else (used, len(ends), False)
 
 
 def _separators(text: np.ndarray, at: np.ndarray, kinds: np.ndarray) -> np.ndarray | None:

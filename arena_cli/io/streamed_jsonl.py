@@ -67,7 +67,9 @@ from __future__ import annotations
 import codecs
 import io
 import re
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -76,7 +78,7 @@ import numpy as np
 import polars as pl
 
 from arena_cli.errors import InputError
-from arena_cli.io.array_lines import array_lines, fill
+from arena_cli.io.array_lines import LineBlock, array_lines, fill
 from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMNS, canonicalize, numeric_extras
 from arena_cli.io.dialects import ARENA_COLUMNS, Plan, container_for, plan_for
 from arena_cli.io.fields import meta_dtype
@@ -314,7 +316,7 @@ class _Format:
     block that the batch path counts towards the bytes of its first batch, at least (``blank``: whether the block
     has blank lines); ``raw``, the text of a rejected line as the batch path quarantines it."""
 
-    blocks: Callable[[IO[bytes], int], Iterator[list[bytes] | None]]
+    blocks: Callable[[IO[bytes], int], Iterator[LineBlock | None]]
     counted: Callable[[list[bytes], bool], int]
     raw: Callable[[str], str]
 
@@ -324,9 +326,9 @@ class _Format:
 _PIECE_BYTES = 4 << 20
 
 
-def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes] | None]:
+def _line_blocks(handle: IO[bytes], size: int) -> Iterator[LineBlock | None]:
     """A JSON-lines file in blocks of whole lines, about ``size`` bytes each (its byte-order mark dropped), in pieces
-    of whole lines, about :data:`_PIECE_BYTES` each; None, and no more, at a line nested deeper than
+    of whole lines, about :data:`_PIECE_BYTES` each, with their lines counted; None, and no more, at a line nested deeper than
     :data:`~arena_cli.io.json_bytes.DEEPEST`, which the batch path quarantines (polars reads it, up to 1,024 levels).
 
     The file is read into one buffer of a piece's size, over and over (the rest of its last line moved to its start;
@@ -335,20 +337,21 @@ def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes] | None]:
     length = fill(handle, buffer, 0)
     start = len(codecs.BOM_UTF8) if buffer.startswith(codecs.BOM_UTF8, 0, length) else 0  # no part of line 1
     block: list[bytes] = []
-    held = 0
+    held = ends = 0  # bytes and line ends of the block
     while True:
         ended = length < len(buffer)
         cut = length if ended else buffer.rfind(b"\n", start, length) + 1
         if cut > start:
             with memoryview(buffer) as view:
                 block.append(bytes(view[start:cut]))
-            if nesting(block[-1], DEEPEST).max() > DEEPEST:
+            depths = nesting(block[-1], DEEPEST)  # of each line the piece's line ends end, and of the text after the last
+            if depths.max() > DEEPEST:
                 yield None
                 return
-            held += cut - start
+            held, ends = held + cut - start, ends + len(depths) - 1
         if block and (held >= size or ended):
-            yield block
-            block, held = [], 0
+            yield LineBlock(block, ends + (not block[-1].endswith(b"\n")))
+            block, held, ends = [], 0, 0
         if ended:
             return
         if cut:  # the rest of the last line to the buffer's start (and a buffer made larger for a long line, back to a piece's size)
@@ -360,7 +363,7 @@ def _line_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes] | None]:
         length = fill(handle, buffer, length)
 
 
-def _array_blocks(handle: IO[bytes], size: int) -> Iterator[list[bytes] | None]:
+def _array_blocks(handle: IO[bytes], size: int) -> Iterator[LineBlock | None]:
     """A JSON array in blocks of JSON lines of its records (:func:`~arena_cli.io.array_lines.array_lines`), in
     pieces of about :data:`_PIECE_BYTES`."""
     return array_lines(handle, size, _PIECE_BYTES)
@@ -375,40 +378,57 @@ _FORMATS = {
 }
 
 
+#: Blocks read at once, each on a thread of its own: polars' read and searches of one block leave much of a core to
+#: the Python between them, and of another block's.
+BLOCKS_AT_ONCE = 2
+
+
 def _blocks(path: Path, form: _Format, layout: _Layout, options: InputOptions, labels: dict[str, str]) -> Iterator[Block | None]:
-    """Each block of the file, read (see :func:`_read_block`): about ``batch_bytes`` of whole lines at a time."""
+    """Each block of the file, read (see :func:`_read_block`), in order: about ``batch_bytes`` of whole lines at a
+    time, :data:`BLOCKS_AT_ONCE` at once, but one at a time while a block may hold lines of the batch path's first
+    batch (whether it does depends on the rows of the blocks before)."""
     first = 1
     rows = counted = 0  # rows read, and bytes of them the batch path counts, at least (while it may matter)
-    with opened(path) as handle:
-        for pieces in read_ahead(form.blocks(handle, options.batch_bytes)):
-            if pieces is None:
-                yield None
-                return
+    with opened(path) as handle, ThreadPoolExecutor(BLOCKS_AT_ONCE) as pool:
+        reading: deque[Future[Block | None]] = deque()
+        for lines in read_ahead(form.blocks(handle, options.batch_bytes)):
             # whether some lines may be in the batch path's first batch: its first batch_rows lines, batch_bytes of them
-            first_batch = rows < options.batch_rows and counted < options.batch_bytes
-            read = _read_block(pieces, first, layout, labels, str(path), first_batch, form.raw)
-            if read is None:
+            first_batch = lines is not None and rows < options.batch_rows and counted < options.batch_bytes
+            while reading and (lines is None or first_batch or len(reading) == BLOCKS_AT_ONCE):
+                block = reading.popleft().result()
+                yield block
+                if block is None:
+                    return
+            if lines is None:
                 yield None
                 return
-            block, lines = read
+            if not first_batch:
+                reading.append(pool.submit(_read_block, lines, first, layout, labels, str(path), False, form.raw))
+                first += lines.lines
+                continue
+            block = _read_block(lines, first, layout, labels, str(path), True, form.raw)
             yield block
-            if first_batch:
-                counted += form.counted(pieces, block[2] != lines)
-            first, rows = first + lines, rows + block[2]
+            if block is None:
+                return
+            counted += form.counted(lines.pieces, block[2] != lines.lines)
+            first, rows = first + lines.lines, rows + block[2]
+        while reading:
+            block = reading.popleft().result()
+            yield block
+            if block is None:
+                return
 
 
 def _read_block(
-    pieces: list[bytes], first: int, layout: _Layout, labels: dict[str, str], source: str, first_batch: bool, raw: Callable[[str], str],
-) -> tuple[Block, int] | None:
-    """One block of whole lines (in pieces), ``first`` the number of its first line, read and validated, and the
-    lines it holds (blank ones too); None when it cannot be read exactly as the batch path reads it (see the module's
-    docstring). ``first_batch``: whether some of its lines may be in the batch path's first batch; ``raw``: the text
-    a rejected line is quarantined with."""
-    read = _read(pieces, layout, first_batch)
-    if read is None:
+    block: LineBlock, first: int, layout: _Layout, labels: dict[str, str], source: str, first_batch: bool, raw: Callable[[str], str],
+) -> Block | None:
+    """One block of whole lines, ``first`` the number of its first line, read and validated; None when it cannot be
+    read exactly as the batch path reads it (see the module's docstring). ``first_batch``: whether some of its lines
+    may be in the batch path's first batch; ``raw``: the text a rejected line is quarantined with."""
+    pieces, lines = block.pieces, block.lines
+    frame = _read(pieces, layout, first_batch)
+    if frame is None:
         return None
-    frame, newlines = read
-    lines = newlines + (not pieces[-1].endswith(b"\n"))
     spans = None
     if frame.height == lines:
         numbers = np.arange(first, first + lines, dtype=np.int64)
@@ -420,17 +440,17 @@ def _read_block(
     rows = frame.drop(*layout.checked_only).with_columns(pl.Series(ROW, numbers, dtype=pl.Int64))
     accepted, rejected = canonicalize(rows, layout.plan, labels, source)
     if rejected.height:  # their original lines, as the batch path keeps them
-        block = b"".join(pieces)
-        spans = spans or LineSpans.of(block, first, True, blanks=False)[0]  # none blank: a row per line
+        text = b"".join(pieces)
+        spans = spans or LineSpans.of(text, first, True, blanks=False)[0]  # none blank: a row per line
         at = np.searchsorted(spans.numbers, rejected["source_row"].to_numpy())
-        texts = [raw(block[int(spans.starts[i]) : int(spans.stops[i])].decode()) for i in at]
+        texts = [raw(text[int(spans.starts[i]) : int(spans.stops[i])].decode()) for i in at]
         rejected = rejected.with_columns(pl.Series("raw", texts, dtype=pl.String))
-    return (accepted, rejected, frame.height), lines
+    return accepted, rejected, frame.height
 
 
-def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> tuple[pl.DataFrame, int] | None:
-    """The lines of a block (in pieces) read with the layout's schema, and the line ends it holds; None when it may
-    hold anything read otherwise than the batch path reads it (see the module's docstring)."""
+def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> pl.DataFrame | None:
+    """The lines of a block (in pieces) read with the layout's schema; None when it may hold anything read otherwise
+    than the batch path reads it (see the module's docstring)."""
     try:
         text = pl.Series(pieces, dtype=pl.Binary).cast(pl.String)  # not UTF-8: polars could not read the block either
         def scan(schema: dict[str, pl.DataType]) -> pl.LazyFrame:
@@ -439,7 +459,7 @@ def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> tuple[pl.D
 
         # read and searched at once, on polars' threads
         frame, searched = pl.collect_all([scan(layout.unwatched), _searched(text, layout, first_batch)])
-        found, paired, given, newlines, watched, counts = searched.row(0)
+        found, paired, given, watched, counts = searched.row(0)
         if watched or counts:  # perhaps a value of a watched key or an invalid count: read again (see _Layout)
             frame = scan(layout.again(watched, counts)).collect().drop(layout.watched if watched else ())  # (dropped from the scan, they would not be read)
     except (Exception, pl.exceptions.PanicException):
@@ -448,14 +468,14 @@ def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> tuple[pl.D
         return None
     frame = frame.rechunk()  # a chunk per few dozen lines: validation's expressions cost several times more on them
     unusual, values = frame.select(_unusual(layout, frame.schema).any(), pl.sum_horizontal(0, *(pl.col(c).is_not_null().sum() for c in layout.nested))).row(0)
-    return None if unusual or given != values else (frame, newlines)
+    return None if unusual or given != values else frame
 
 
 def _searched(text: pl.Series, layout: _Layout, first_batch: bool) -> pl.LazyFrame:
     """What the text of a block (in pieces of whole lines) is searched for: whether it may hold what the batch path
     reads otherwise (:func:`_sought`: any ``\\u`` taken for an escape); whether, when the block has conversations,
     every key ``role`` or ``content`` in it is in a pair (:data:`_MESSAGE_KEYS`); the keys of nested fields given
-    a value other than null; its line ends; whether any watched key (:class:`_Layout`) is in it; and whether a
+    a value other than null; whether any watched key (:class:`_Layout`) is in it; and whether a
     count only checked may be invalid (:func:`_invalid_counts`).
 
     When every such key is in a pair, each has a string (not null, not nested) and its partner beside it: so every
@@ -472,11 +492,10 @@ def _searched(text: pl.Series, layout: _Layout, first_batch: bool) -> pl.LazyFra
     found = search.str.contains(_sought(layout, first_batch, "")).any()
     keys = "|".join(re.escape(c) for c in layout.nested)
     given = search.str.count_matches(rf'"(?:{keys})"{_SPACE}:{_SPACE}[^n\s]').sum() if keys else pl.lit(0, dtype=pl.UInt32)
-    newlines = search.str.count_matches("\n", literal=True).sum()
     watched = search.str.contains_any([f'"{c}"' for c in layout.watched]).any() if layout.watched else pl.lit(False)
     counts = search.str.contains(_invalid_counts()).any() if layout.meta_checked else pl.lit(False)
     return pl.LazyFrame({"text": text}).select(
-        found.alias("found"), paired.alias("paired"), given.alias("given"), newlines.alias("newlines"), watched.alias("watched"),
+        found.alias("found"), paired.alias("paired"), given.alias("given"), watched.alias("watched"),
         counts.alias("counts"),
     )
 
