@@ -15,14 +15,15 @@ from arena_cli.io.options import InputOptions
 from arena_cli.io.reading import read_sources
 from arena_cli.schema import META_COLUMNS
 
-counts = st.lists(st.one_of(st.none(), st.integers(-3, 5), st.sampled_from([MAX_COUNT, MAX_COUNT + 1, -(2**63), 2**63 - 1, 2**64 - 1])), min_size=1, max_size=30)
+counts = st.lists(st.one_of(st.none(), st.integers(-3, 5), st.sampled_from([MAX_COUNT, MAX_COUNT + 1, -(2**63), 2**63 - 1, 2**64 - 1, 2**100])), min_size=1, max_size=30)
 
 
-BOUNDS = {pl.Int64: (-(2**63), 2**63 - 1), pl.Int32: (-(2**31), 2**31 - 1), pl.UInt64: (0, 2**64 - 1), pl.UInt8: (0, 255), pl.Int8: (-128, 127)}
+BOUNDS = {pl.Int64: (-(2**63), 2**63 - 1), pl.Int32: (-(2**31), 2**31 - 1), pl.UInt64: (0, 2**64 - 1), pl.UInt8: (0, 255), pl.Int8: (-128, 127),
+          pl.Int128: (-(2**127), 2**127 - 1), pl.UInt128: (0, 2**128 - 1)}
 
 
 @settings(max_examples=60, deadline=None)
-@given(counts, st.sampled_from([pl.Int64, pl.Int32, pl.UInt64, pl.UInt8, pl.Int8]), st.integers(1, 7), st.booleans())
+@given(counts, st.sampled_from(list(BOUNDS)), st.integers(1, 7), st.booleans())
 def test_counts_are_in_range_exactly_when_no_value_is_out_of_it(tmp_path_factory, values, dtype, group, statistics):
     """Any integer type, any row groups, with the writer's statistics or without: the counts are taken as in range
     exactly when every value is in [0, MAX_COUNT] (nulls aside); and a plain lean read then skips the struct and

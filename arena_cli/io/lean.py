@@ -121,6 +121,10 @@ def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> L
     return LeanParquet(schema, plan, read, narrow, counts_in_range)
 
 
+#: Integer types whose every value is at most MAX_COUNT.
+_NARROW_INTEGERS = (pl.Int8, pl.Int16, pl.Int32, pl.UInt8, pl.UInt16, pl.UInt32)
+
+
 def _counts_in_range(path: Path, schema: pl.Schema, column: str) -> bool:
     """Whether every count of the file's ``conv_metadata`` struct ``column`` is a whole number in range (so that no
     row fails a count check): integer leaves, none of whose values is out of [0, MAX_COUNT].
@@ -143,12 +147,12 @@ def _counts_in_range(path: Path, schema: pl.Schema, column: str) -> bool:
                 return False
             if leaf_type.is_signed_integer():
                 out_of_range.append(value < pl.lit(0, leaf_type))
-            if leaf_type in (pl.Int64, pl.UInt64):
+            if leaf_type not in _NARROW_INTEGERS:
                 out_of_range.append(value > pl.lit(MAX_COUNT, leaf_type))
     if not out_of_range:
         return True
-    try:
-        return scan_parquet(path).filter(functools.reduce(operator.or_, out_of_range)).select(pl.len()).collect().item() == 0
+    try:  # (the first row found out of range answers)
+        return scan_parquet(path).filter(functools.reduce(operator.or_, out_of_range)).head(1).select(pl.len()).collect().item() == 0
     except PARQUET_ERRORS:
         return False  # damage, which the read reports
 
