@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import arena_cli.io.footer as footer
 import arena_cli.io.readers as readers
 from arena_cli.errors import InputError
 from arena_cli.io.footer import RowGroup, row_groups
@@ -86,3 +87,18 @@ def test_a_truncated_parquet_footer_is_an_input_error(tmp_path, cut):
     path.write_bytes(data[: len(data) - cut] + data[-8:] if cut > 8 else data[:-cut])
     with pytest.raises(InputError, match="parquet"):
         list(read_parquet(path))
+
+
+@pytest.mark.parametrize("batch_rows, batch_bytes", [(7, 1 << 30), (1000, 2000), (1, 1)])
+def test_a_footer_too_large_to_decode_reads_every_row_once_in_windows_of_rows(tmp_path, monkeypatch, batch_rows, batch_bytes):
+    """A footer of more row groups than is worth decoding (here made so by a smaller limit): the file is read in
+    windows of rows, every row once and in order, as from its row groups."""
+    path = tmp_path / "v.parquet"
+    votes(95).write_parquet(path, row_group_size=4)
+    listed = list(read_parquet(path, batch_rows, None, batch_bytes))
+    monkeypatch.setattr(footer, "MAX_FOOTER_BYTES", 64)
+    assert row_groups(path) is None
+    unlisted = list(read_parquet(path, batch_rows, None, batch_bytes))
+    assert all(0 < b.frame.height <= batch_rows for b in unlisted)
+    assert pl.concat([b.frame for b in unlisted]).equals(pl.concat([b.frame for b in listed]))
+    assert pl.concat([b.frame for b in unlisted])[ROW].to_list() == list(range(1, 96))

@@ -30,10 +30,13 @@ class RowGroup:
         return sum(max(size, DECODED_ROW_BYTES * self.rows) for name, size in self.leaves if columns is None or name in columns)
 
 
-def row_groups(path: Path) -> list[RowGroup]:
-    """The row groups of the parquet file at ``path``; ValueError (or OSError) when its footer cannot be read."""
+def row_groups(path: Path) -> list[RowGroup] | None:
+    """The row groups of the parquet file at ``path``; None when its footer is larger than
+    :data:`MAX_FOOTER_BYTES`; ValueError (or OSError) when it cannot be read."""
     try:
         metadata = _decoded_footer(path)
+        if metadata is None:
+            return None
         groups = [RowGroup(group[3], tuple(_leaf(chunk) for chunk in group.get(1, []))) for group in metadata[4]]
     except (IndexError, KeyError, TypeError, struct.error, RecursionError):
         raise ValueError("truncated or damaged parquet footer") from None
@@ -48,20 +51,25 @@ def _leaf(chunk: dict[int, Any]) -> tuple[str, int]:
     return path[0].decode("utf-8", "replace"), meta.get(6, 0)
 
 
-#: A footer larger than this is not decoded (a file of some hundred thousand row groups).
-MAX_FOOTER_BYTES = 64 << 20
+#: A footer larger than this is not decoded: it takes about a second to decode, and it describes tens of thousands of
+#: column chunks (more than 8,000 row groups of 50 columns): row groups so small that the file may be cut anywhere.
+MAX_FOOTER_BYTES = 8 << 20
 
 
-def _decoded_footer(path: Path) -> dict[int, Any]:
+def _decoded_footer(path: Path) -> dict[int, Any] | None:
     with open(path, "rb") as handle:
         size = handle.seek(0, 2)
+        if size < 12:
+            raise ValueError("not a parquet file")
         handle.seek(size - 8)
         tail = handle.read(8)
         if tail[4:] != b"PAR1":
             raise ValueError("not a parquet file")
         length = int.from_bytes(tail[:4], "little")
-        if not 0 < length <= min(MAX_FOOTER_BYTES, size - 12):
+        if not 0 < length <= size - 12:
             raise ValueError("footer length out of range")
+        if length > MAX_FOOTER_BYTES:
+            return None
         handle.seek(size - 8 - length)
         return _Compact(handle.read(length)).read_struct(WANTED)
 

@@ -742,9 +742,13 @@ def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list
             lazy = lazy.select(columns)
         total = lazy.select(pl.len()).collect().item()
         groups = row_groups(local_path(path))
-        if sum(group.rows for group in groups) != total:
+        if groups is None:  # row groups too many to list: small ones, cut anywhere (each window about a batch on disk)
+            step = max(1, min(batch_rows, batch_bytes * total // max(1, local_path(path).stat().st_size)))
+            windows = [(start, min(step, total - start)) for start in range(0, total, step)]
+        elif sum(group.rows for group in groups) != total:
             raise ValueError(f"{total} rows, its row groups {sum(group.rows for group in groups)}")
-        windows = parquet_windows(groups, columns, batch_rows, batch_bytes)
+        else:
+            windows = parquet_windows(groups, columns, batch_rows, batch_bytes)
     except PARQUET_ERRORS as error:
         raise corrupt_parquet(path, error) from None
     for start, rows in windows:
