@@ -394,7 +394,7 @@ def _blocks(path: Path, form: _Format, layout: _Layout, options: InputOptions, l
         for lines in read_ahead(form.blocks(handle, options.batch_bytes)):
             # whether some lines may be in the batch path's first batch: its first batch_rows lines, batch_bytes of them
             first_batch = lines is not None and rows < options.batch_rows and counted < options.batch_bytes
-            while reading and (lines is None or first_batch or len(reading) == BLOCKS_AT_ONCE):
+            while reading and (lines is None or len(reading) == BLOCKS_AT_ONCE):  # (none is being read in the first batch)
                 block = reading.popleft().result()
                 yield block
                 if block is None:
