@@ -8,6 +8,8 @@ import json
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from arena_cli.render import Document, OutputFormat, Table, emit, render
 from arena_cli.render.display import shown
@@ -196,3 +198,46 @@ def test_plots_of_cjk_model_names_print_no_glyph_warnings(capfd):
         warnings.simplefilter("always")
         warnings.warn("Glyph 1 (x) missing from font(s) DejaVu Sans.", UserWarning)
     assert caught, "the filter is scoped to drawing, not installed for the whole process"
+
+
+_MODEL_NAMES = st.lists(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")) | st.sampled_from(["模型", "é", "\t", "\n", "[b]", " "]),
+                        max_size=10).map("".join)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    names=st.lists(_MODEL_NAMES, min_size=1, max_size=12),
+    data=st.data(),
+    terminal=st.booleans(),
+    width=st.sampled_from([None, 24, 40, 80]),
+)
+def test_a_table_drawn_column_by_column_is_the_table_drawn_row_by_row(names, data, terminal, width):
+    """Cells that are one line at their column's width are drawn as one row of whole columns (a third of the
+    time); the text is the same as cell by cell, for any names (wide characters, tabs, breaks, empty), changes
+    and emphasis, on a terminal or in a file, at any width."""
+    from rich.console import Console
+
+    from arena_cli.render import text as text_module
+
+    n = len(names)
+    frame = pl.DataFrame({
+        "model": names,
+        "rank": data.draw(st.lists(st.none() | st.integers(1, 999), min_size=n, max_size=n)),
+        "change": data.draw(st.lists(st.none() | st.integers(-50, 50), min_size=n, max_size=n)),
+        "big": data.draw(st.lists(st.booleans(), min_size=n, max_size=n)),
+        "score": data.draw(st.lists(st.none() | st.floats(-1e4, 1e4), min_size=n, max_size=n)),
+    }, schema_overrides={"rank": pl.Int64, "change": pl.Int64, "score": pl.Float64})
+    layout = (Column("model", "model"), Column("rank", "rank"), Column("Δ", "change", change=True, strong="big", priority=1),
+              Column("score", "score", digits=1, priority=2))
+    document = Document("t", (Table("t", frame, "A title", notes=("a note",), layout=layout),), meta={})
+
+    def drawn() -> str:
+        console = Console(file=io.StringIO(), force_terminal=terminal, color_system="standard" if terminal else None, width=width or 80)
+        text_module.print_tables(document, console, width)
+        return console.file.getvalue()
+
+    by_columns = drawn()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(text_module, "_one_line", lambda texts, width: False)
+        by_rows = drawn()
+    assert by_columns == by_rows

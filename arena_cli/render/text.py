@@ -151,11 +151,23 @@ def table_renderables(table: Table, terminal: bool = False, width: int | None = 
         rich_table = RichTable(title=Text(title) if title else None, min_width=min(cell_len(title), drawn))
         for k, w in zip(block.columns, block.widths):
             rich_table.add_column(view.headers[k], justify="right" if view.numeric[k] else "left", width=w, overflow="fold")
-        for row in cells:
-            rich_table.add_row(*(row[k] for k in block.columns))
+        if all(_one_line(columns[k], w) for k, w in zip(block.columns, block.widths)):
+            rich_table.add_row(*(Text("\n").join(row[k] for row in cells) for k in block.columns))
+        else:
+            for row in cells:
+                rich_table.add_row(*(row[k] for k in block.columns))
         last = i == len(plan.blocks) and notes
         out.append((Group(rich_table, Text("\n".join(notes))) if last else rich_table, drawn))
     return out
+
+
+def _one_line(texts: list[str], width: int) -> bool:
+    """Whether every cell of a column is one line at ``width`` (no line break, tab or fold). A table whose every
+    cell is drawn so as one row whose cells are whole columns: the same text, drawn in a third of the time
+    (rich lays out each cell on its own, 0.1 s for a leaderboard of 300 models)."""
+    from rich.cells import cell_len
+
+    return all("\n" not in text and "\t" not in text and cell_len(text) <= width for text in texts)
 
 
 def rich_tables(doc: Document, terminal: bool = False, width: int | None = None) -> list[tuple[Any, int]]:
