@@ -200,25 +200,30 @@ def test_plots_of_cjk_model_names_print_no_glyph_warnings(capfd):
     assert caught, "the filter is scoped to drawing, not installed for the whole process"
 
 
-_MODEL_NAMES = st.lists(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")) | st.sampled_from(["模型", "é", "\t", "\n", "[b]", " "]),
+_MODEL_NAMES = st.lists(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zl", "Zp")) | st.sampled_from(["模型", "é", "[b]", " ", "😀"]),
                         max_size=10).map("".join)
+#: Names that a cell cannot show on one line.
+_BROKEN_NAMES = st.sampled_from(["a\tb", "x\ny", "\n", "line one\nline two"])
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     names=st.lists(_MODEL_NAMES, min_size=1, max_size=12),
+    broken=st.none() | _BROKEN_NAMES,
     data=st.data(),
     terminal=st.booleans(),
     width=st.sampled_from([None, 24, 40, 80]),
 )
-def test_a_table_drawn_column_by_column_is_the_table_drawn_row_by_row(names, data, terminal, width):
-    """Cells that are one line at their column's width are drawn as one row of whole columns (a third of the
-    time); the text is the same as cell by cell, for any names (wide characters, tabs, breaks, empty), changes
-    and emphasis, on a terminal or in a file, at any width."""
+def test_a_table_drawn_column_by_column_is_the_table_drawn_row_by_row(names, broken, data, terminal, width):
+    """A plain table whose cells are one line at their column's width is drawn as one row of whole columns (a
+    third of the time); the text is the same as cell by cell, for any names (wide characters, empty; with a tab or
+    a line break, drawn row by row), changes and emphasis, in a file or on a terminal, at any width."""
     from rich.console import Console
 
     from arena_cli.render import text as text_module
 
+    if broken is not None:
+        names = [*names[:-1], broken]
     n = len(names)
     frame = pl.DataFrame({
         "model": names,
@@ -241,3 +246,16 @@ def test_a_table_drawn_column_by_column_is_the_table_drawn_row_by_row(names, dat
         patch.setattr(text_module, "_one_line", lambda texts, width: False)
         by_rows = drawn()
     assert by_columns == by_rows
+
+
+def test_a_terminal_table_keeps_each_cells_style_over_its_padding():
+    """On a terminal a styled cell's padding takes its style (``\\x1b[1;32m ↑2``): drawn row by row, as before."""
+    from rich.console import Console
+
+    from arena_cli.render.text import print_tables
+
+    frame = pl.DataFrame({"model": ["a", "bbbbbb"], "change": [2, -13], "big": [True, False]})
+    layout = (Column("model", "model"), Column("Δ", "change", change=True, strong="big"))
+    console = Console(file=io.StringIO(), force_terminal=True, color_system="standard", width=80)
+    print_tables(Document("t", (Table("t", frame, "T", layout=layout),), meta={}), console, 80)
+    assert "│ \x1b[1;32m ↑2\x1b[0m │" in console.file.getvalue()

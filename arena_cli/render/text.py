@@ -151,7 +151,7 @@ def table_renderables(table: Table, terminal: bool = False, width: int | None = 
         rich_table = RichTable(title=Text(title) if title else None, min_width=min(cell_len(title), drawn))
         for k, w in zip(block.columns, block.widths):
             rich_table.add_column(view.headers[k], justify="right" if view.numeric[k] else "left", width=w, overflow="fold")
-        if all(_one_line(columns[k], w) for k, w in zip(block.columns, block.widths)):
+        if not terminal and all(_one_line(columns[k], w) for k, w in zip(block.columns, block.widths)):
             rich_table.add_row(*(Text("\n").join(row[k] for row in cells) for k in block.columns))
         else:
             for row in cells:
@@ -162,9 +162,10 @@ def table_renderables(table: Table, terminal: bool = False, width: int | None = 
 
 
 def _one_line(texts: list[str], width: int) -> bool:
-    """Whether every cell of a column is one line at ``width`` (no line break, tab or fold). A table whose every
-    cell is drawn so as one row whose cells are whole columns: the same text, drawn in a third of the time
-    (rich lays out each cell on its own, 0.1 s for a leaderboard of 300 models)."""
+    """Whether every cell of a column is one line at ``width`` (no line break, tab or fold). A plain table (a file,
+    a pipe) whose every cell is so is drawn as one row whose cells are whole columns: the same text, in a third of
+    the time (rich lays out each cell on its own: 0.1 s for a leaderboard of 300 models). Not on a terminal: there
+    a styled cell's padding takes its style (a cell of the row's own), which a whole column's line would not."""
     from rich.cells import cell_len
 
     return all("\n" not in text and "\t" not in text and cell_len(text) <= width for text in texts)
