@@ -200,24 +200,32 @@ def test_plots_of_cjk_model_names_print_no_glyph_warnings(capfd):
     assert caught, "the filter is scoped to drawing, not installed for the whole process"
 
 
-_MODEL_NAMES = st.lists(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zl", "Zp")) | st.sampled_from(["模型", "é", "[b]", " ", "😀"]),
-                        max_size=10).map("".join)
-#: Names that a cell cannot show on one line.
-_BROKEN_NAMES = st.sampled_from(["a\tb", "x\ny", "\n", "line one\nline two"])
+#: Model names: mostly of the characters names have (each table then draws some on the direct path), some of any.
+_MODEL_NAMES = st.lists(st.sampled_from([*"abz019-_. /", "模型", "é", "[b]", " ", "😀", "ｗ"]), max_size=8).map("".join) | st.lists(
+    st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zl", "Zp")), max_size=6).map("".join)
+#: Names that a cell cannot show on one line as they are, or whose characters rich removes or expands.
+_BROKEN_NAMES = st.sampled_from(["a\tb", "x\ny", "\n", "line one\nline two", "a\rb", "bell\x07", "\x1b[31mred", "zero\u200bwidth"])
+#: Titles and notes: mostly ones that fit (drawn directly), some that rich must wrap or expand.
+_TITLES = st.sampled_from(["", "A title", "Title", "模型 table", " padded ", "A title much longer than the narrowest of these tables", "tab\there"])
+_NOTES = st.lists(st.sampled_from(["a note", "", "two\nlines", "a note long enough to need wrapping at the narrow widths that these tests "
+                                   "draw at, and wider still than a hundred columns, where notes wrap", "tab\tnote"]), max_size=3)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     names=st.lists(_MODEL_NAMES, min_size=1, max_size=12),
-    broken=st.none() | _BROKEN_NAMES,
+    broken=st.sampled_from([None] * 3) | _BROKEN_NAMES,
+    title=_TITLES,
+    notes=_NOTES,
     data=st.data(),
     terminal=st.booleans(),
     width=st.sampled_from([None, 24, 40, 80]),
 )
-def test_a_table_drawn_column_by_column_is_the_table_drawn_row_by_row(names, broken, data, terminal, width):
-    """A plain table whose cells are one line at their column's width is drawn as one row of whole columns (a
-    third of the time); the text is the same as cell by cell, for any names (wide characters, empty; with a tab or
-    a line break, drawn row by row), changes and emphasis, in a file or on a terminal, at any width."""
+def test_a_plain_table_written_directly_is_the_table_rich_draws(names, broken, title, notes, data, terminal, width):
+    """In a file or a pipe a table is written line by line without rich (a fiftieth of the time); the text is the
+    same as rich draws, for any names (wide characters, empty, markup-like; with a tab, a line break or a control
+    character, left to rich), titles and notes (short, long, several lines), changes and emphasis, at any width.
+    On a terminal rich always draws."""
     from rich.console import Console
 
     from arena_cli.render import text as text_module
@@ -232,20 +240,70 @@ def test_a_table_drawn_column_by_column_is_the_table_drawn_row_by_row(names, bro
         "big": data.draw(st.lists(st.booleans(), min_size=n, max_size=n)),
         "score": data.draw(st.lists(st.none() | st.floats(-1e4, 1e4), min_size=n, max_size=n)),
     }, schema_overrides={"rank": pl.Int64, "change": pl.Int64, "score": pl.Float64})
+    # a numeric column headed by a name (as a matrix's are), which may end in spaces
     layout = (Column("model", "model"), Column("rank", "rank"), Column("Δ", "change", change=True, strong="big", priority=1),
-              Column("score", "score", digits=1, priority=2))
-    document = Document("t", (Table("t", frame, "A title", notes=("a note",), layout=layout),), meta={})
+              Column("score", "score", digits=1, priority=2), Column(names[0] or "x", "rank", priority=3))
+    document = Document("t", (Table("t", frame, title, notes=tuple(notes), layout=layout),), meta={})
+    written = []
 
     def drawn() -> str:
         console = Console(file=io.StringIO(), force_terminal=terminal, color_system="standard" if terminal else None, width=width or 80)
         text_module.print_tables(document, console, width)
         return console.file.getvalue()
 
-    by_columns = drawn()
+    original = text_module._plain_lines
+
+    def recorded(*args):
+        lines = original(*args)
+        written.append(lines is not None)
+        return lines
+
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(text_module, "_one_line", lambda texts, width: False)
-        by_rows = drawn()
-    assert by_columns == by_rows
+        patch.setattr(text_module, "_plain_lines", recorded)
+        direct = drawn()
+        patch.setattr(text_module, "_plain_lines", lambda *args: None)
+        by_rich = drawn()
+    assert direct == by_rich
+    assert not (terminal and written), "a terminal's tables are drawn by rich"
+
+
+@pytest.mark.parametrize("title, header", [("Title", "score"), ("Titles", "score"), ("", "score  "), ("模型 title", " score"), (" padded  ", "score"), ("A title wider than the table, which rich widens to it", "coefficient"), ("Title one too wide", "score")])
+def test_ordinary_plain_tables_are_written_directly_as_rich_draws_them(title, header):
+    """The cases the property test above may miss: titles centred with an odd or an even margin, a title wider than
+    the table (rich widens the columns to it, each in proportion to its width), and a right-aligned header with
+    spaces around it (rich strips those after it). Such tables take the direct path, with rich's text."""
+    from rich.console import Console
+
+    from arena_cli.render import text as text_module
+
+    frame = pl.DataFrame({"model": ["gpt-4", "模型", ""], "score": [1.5, -2.0, None]})
+    document = Document("t", (Table("t", frame, title, notes=("a note",), layout=(Column("model", "model"), Column(header, "score"))),), meta={})
+
+    def drawn() -> str:
+        console = Console(file=io.StringIO(), color_system=None)
+        text_module.print_tables(document, console, None)
+        return console.file.getvalue()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(text_module, "table_renderables", None)  # (rich is not called at all)
+        direct = drawn()
+        patch.undo()
+        patch.setattr(text_module, "_plain_lines", lambda *args: None)
+        assert direct == drawn()
+
+
+def test_a_matrix_header_named_like_markup_is_shown_as_it_is():
+    """A header is text, not rich markup: a model named ``[b]x`` heads its column as ``[b]x``, on a terminal too."""
+    from rich.console import Console
+
+    from arena_cli.render.text import print_tables
+
+    frame = pl.DataFrame({"model": ["y"], "[b]x": [0.5]})
+    document = Document("t", (Table("t", frame, "T"),), meta={})
+    for terminal in (False, True):
+        console = Console(file=io.StringIO(), force_terminal=terminal, color_system="standard" if terminal else None, width=80)
+        print_tables(document, console, 80)
+        assert "[b]x" in console.file.getvalue()
 
 
 def test_a_terminal_table_keeps_each_cells_style_over_its_padding():

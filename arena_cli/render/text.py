@@ -5,13 +5,17 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from arena_cli.render.display import Cell, Shown, json_value, plain_frame, rounded, shown
 from arena_cli.render.document import Document, Figure, Table
+from arena_cli.render.width import drawn_width
 
 if TYPE_CHECKING:
-    from arena_cli.render.width import Plan
+    from arena_cli.render.width import Block, Plan
 
 #: How a fitted table's note on its left-out columns begins.
 NOT_SHOWN = "Not shown at"
@@ -88,20 +92,27 @@ def to_parquet(doc: Document) -> bytes:
     return buffer.getvalue()
 
 
+def _cell_text(cell: Cell, terminal: bool) -> str:
+    """A cell's text as shown: a terminal draws a change as an arrow (``↑3``, coloured by :func:`_rich_cell`) and
+    emphasis in bold; a file gets the plain ``+3`` / ``-2`` and a ``*`` after an emphasised cell."""
+    if terminal:
+        if cell.change and cell.direction:
+            return ("↑" if cell.direction > 0 else "↓") + cell.magnitude
+        return cell.text
+    return cell.text + ("*" if cell.strong and cell.text else "")
+
+
 def _rich_cell(cell: Cell, terminal: bool) -> Any:
-    """A terminal draws changes as coloured arrows and emphasis in bold; a file gets the plain ``+3`` / ``-2``
-    and a ``*`` after an emphasised cell."""
     from rich.text import Text
 
     if not terminal:
-        return Text(cell.text + ("*" if cell.strong and cell.text else ""))  # no bold in a plain file
+        return Text(_cell_text(cell, terminal))  # no bold in a plain file
     style = "bold" if cell.strong else ""
     if cell.change and cell.direction:
-        arrow, colour = ("↑", "green") if cell.direction > 0 else ("↓", "red")
-        return Text(arrow + cell.magnitude, style=f"{style} {colour}".strip())
-    if cell.change:
-        return Text(cell.text, style=f"{style} dim".strip())
-    return Text(cell.text, style=style)
+        style = f"{style} {'green' if cell.direction > 0 else 'red'}"
+    elif cell.change:
+        style = f"{style} dim"
+    return Text(_cell_text(cell, terminal), style=style.strip())
 
 
 def _width_notes(view: Shown, plan: Plan, keys: list[str]) -> list[str]:
@@ -121,59 +132,119 @@ def _width_notes(view: Shown, plan: Plan, keys: list[str]) -> list[str]:
     return notes
 
 
+@dataclass(frozen=True)
+class _Part:
+    """One drawn part of a table: its title, its columns and their content widths (a :class:`Block`), the notes
+    under it (the last part's only) and the width it is drawn at."""
+
+    title: str
+    block: Block
+    notes: list[str]
+    drawn: int
+
+
+def _layout(table: Table, terminal: bool, width: int | None) -> tuple[Shown, list[list[str]], list[_Part]]:
+    """A table with rows fitted to ``width`` terminal columns (see :mod:`arena_cli.render.width`), or every column in
+    full when ``width`` is None: its shown cells, their texts column by column (see :func:`_cell_text`) and its parts.
+    The notes follow the last part, wrapped at :data:`NOTE_WIDTH` or the part's width if wider."""
+    from arena_cli.render.width import plan as fit
+
+    view = shown(table)
+    columns = [[_cell_text(row[k], terminal) for row in view.rows] for k in range(len(view.headers))]
+    plan = fit(view.headers, columns, view.numeric, view.priority, view.groups, width)
+    keys = [view.headers[k] for k in plan.blocks[0].columns if view.groups[k] is None] if len(plan.blocks) > 1 else []
+    notes = [*table.notes, *_width_notes(view, plan, keys)]
+    notes_width = min(width, NOTE_WIDTH) if width else NOTE_WIDTH
+    parts = []
+    for i, block in enumerate(plan.blocks, start=1):
+        title = table.title + (f" ({i} of {len(plan.blocks)})" if len(plan.blocks) > 1 and table.title else "")
+        parts.append(_Part(title, block, notes if i == len(plan.blocks) else [], max(block.width, notes_width)))
+    return view, columns, parts
+
+
 def table_renderables(table: Table, terminal: bool = False, width: int | None = None) -> list[tuple[Any, int]]:
-    """One table as rich renderables, each with the width it is drawn at: fitted to ``width`` terminal columns
-    (see :mod:`arena_cli.render.width`), or every column in full when ``width`` is None. The notes follow the
-    last part, wrapped at :data:`NOTE_WIDTH` or the table's width if wider; a table without rows is its title
-    and a sentence."""
+    """One table as rich renderables, each with the width it is drawn at (see :func:`_layout`); a table without
+    rows is its title and a sentence."""
     from rich.cells import cell_len
     from rich.console import Group
     from rich.table import Table as RichTable
     from rich.text import Text
 
-    from arena_cli.render.width import plan as fit
-
-    notes_width = min(width, NOTE_WIDTH) if width else NOTE_WIDTH
     if not table.frame.height:
         heading = [Text(table.title, style="italic")] if table.title else []
+        notes_width = min(width, NOTE_WIDTH) if width else NOTE_WIDTH
         return [(Group(*heading, Text("\n".join([table.empty_sentence, *table.notes]))), notes_width)]
-    view = shown(table)
+    view, _, parts = _layout(table, terminal, width)
     cells = [[_rich_cell(c, terminal) for c in row] for row in view.rows]
-    columns = [[row[k].plain for row in cells] for k in range(len(view.headers))]
-    plan = fit(view.headers, columns, view.numeric, view.priority, view.groups, width)
-    keys = [view.headers[k] for k in plan.blocks[0].columns if view.groups[k] is None] if len(plan.blocks) > 1 else []
-    notes = [*table.notes, *_width_notes(view, plan, keys)]
     out = []
-    for i, block in enumerate(plan.blocks, start=1):
-        title = table.title + (f" ({i} of {len(plan.blocks)})" if len(plan.blocks) > 1 and table.title else "")
-        drawn = max(block.width, notes_width)
+    for part in parts:
         # as wide as its title when there is room, so a narrow part keeps its title on one line
-        rich_table = RichTable(title=Text(title) if title else None, min_width=min(cell_len(title), drawn))
-        for k, w in zip(block.columns, block.widths):
-            rich_table.add_column(view.headers[k], justify="right" if view.numeric[k] else "left", width=w, overflow="fold")
-        if not terminal and all(_one_line(columns[k], w) for k, w in zip(block.columns, block.widths)):
-            rich_table.add_row(*(Text("\n").join(row[k] for row in cells) for k in block.columns))
-        else:
-            for row in cells:
-                rich_table.add_row(*(row[k] for k in block.columns))
-        last = i == len(plan.blocks) and notes
-        out.append((Group(rich_table, Text("\n".join(notes))) if last else rich_table, drawn))
+        rich_table = RichTable(title=Text(part.title) if part.title else None, min_width=min(cell_len(part.title), part.drawn))
+        for k, w in zip(part.block.columns, part.block.widths):  # (a header is text: a model named "[b]x" is no markup)
+            rich_table.add_column(Text(view.headers[k]), justify="right" if view.numeric[k] else "left", width=w, overflow="fold")
+        for row in cells:
+            rich_table.add_row(*(row[k] for k in part.block.columns))
+        out.append((Group(rich_table, Text("\n".join(part.notes))) if part.notes else rich_table, part.drawn))
     return out
 
 
-def _one_line(texts: list[str], width: int) -> bool:
-    """Whether every cell of a column is one line at ``width`` (no line break, tab or fold). A plain table (a file,
-    a pipe) whose every cell is so is drawn as one row whose cells are whole columns: the same text, in a third of
-    the time (rich lays out each cell on its own: 0.1 s for a leaderboard of 300 models). Not on a terminal: there
-    a styled cell's padding takes its style (a cell of the row's own), which a whole column's line would not."""
+#: The box rich draws a table in (``rich.box.HEAVY_HEAD``): top, header, header rule, row and bottom lines, each as
+#: (left edge, fill, between columns, right edge).
+_BOX = {"top": ("┏", "━", "┳", "┓"), "head": ("┃", " ", "┃", "┃"), "rule": ("┡", "━", "╇", "┩"), "row": ("│", " ", "│", "│"),
+        "bottom": ("└", "─", "┴", "┘")}
+
+
+def _plain_lines(view: Shown, columns: list[list[str]], part: _Part) -> list[str] | None:
+    """A part of a table in a file or a pipe, drawn as rich draws it, line for line, but in a fiftieth of the time
+    (rich lays out each of a 300-model leaderboard's 2,400 cells on its own: 0.1 s); None when rich must draw it: a
+    cell, header, title or note with a line break, a tab or a control character, or wider than its space."""
     from rich.cells import cell_len
 
-    return all("\n" not in text and "\t" not in text and cell_len(text) <= width for text in texts)
+    def fits(text: str, width: int) -> bool:
+        return text.isprintable() and cell_len(text) <= width
+
+    texts = [[view.headers[k], *columns[k]] for k in part.block.columns]
+    if not (all(fits(text, w) for column, w in zip(texts, part.block.widths) for text in column) and fits(part.title, part.drawn)
+            and all(fits(note, part.drawn) for note in "\n".join(part.notes).split("\n"))):
+        return None
+    widths = _widened(part.block.widths, cell_len(part.title))
+    table_width = drawn_width(widths)
+
+    def line(kind: str, cells: Sequence[str]) -> str:
+        left, _, between, right = _BOX[kind]
+        return left + between.join(f" {cell} " for cell in cells) + right
+
+    def rule(kind: str) -> str:
+        left, fill, between, right = _BOX[kind]
+        return left + between.join(fill * (w + 2) for w in widths) + right
+
+    def aligned(text: str, width: int, right: bool) -> str:
+        text = text.rstrip() if right else text
+        pad = " " * (width - cell_len(text))
+        return pad + text if right else text + pad
+
+    justified = [[aligned(text, w, view.numeric[k]) for text in column] for column, w, k in zip(texts, widths, part.block.columns)]
+    lines = []
+    if part.title:
+        title = part.title.rstrip()
+        left = (table_width - cell_len(title)) // 2
+        lines.append(" " * left + title + " " * (table_width - left - cell_len(title)))
+    lines += [rule("top"), line("head", [column[0] for column in justified]), rule("rule")]
+    lines += [line("row", row) for row in zip(*(column[1:] for column in justified))]
+    lines.append(rule("bottom"))
+    if part.notes:
+        lines += "\n".join(part.notes).split("\n")
+    return lines
 
 
-def rich_tables(doc: Document, terminal: bool = False, width: int | None = None) -> list[tuple[Any, int]]:
-    """Every readable table of ``doc`` as rich renderables with the width each is drawn at."""
-    return [drawn for table in doc.readable_tables for drawn in table_renderables(table, terminal, width)]
+def _widened(widths: tuple[int, ...], title_width: int) -> list[int]:
+    """Content widths of a table at least as wide as its title, as rich widens it (``min_width``, which
+    :func:`table_renderables` sets): the missing width shared out in proportion to the padded widths."""
+    from rich._ratio import ratio_distribute
+
+    padded = [w + 2 for w in widths]
+    missing = title_width - drawn_width(widths)
+    return [w + pad for w, pad in zip(widths, ratio_distribute(missing, padded))] if missing > 0 else list(widths)
 
 
 class _AtWidth:
@@ -187,14 +258,44 @@ class _AtWidth:
         yield from console.render(self.renderable, options.update(width=self.width))
 
 
+def _direct_text(table: Table, width: int | None) -> str | None:
+    """A table in a file or a pipe written directly (see :func:`_plain_lines`), fitted to ``width``; None when rich
+    must draw some part of it, or it has no rows."""
+    if not table.frame.height:
+        return None
+    view, columns, parts = _layout(table, False, width)
+    drawn = [_plain_lines(view, columns, part) for part in parts]
+    if any(lines is None for lines in drawn):
+        return None
+    return "".join(line + "\n" for lines in drawn if lines is not None for line in lines)
+
+
+def _direct_document(doc: Document, width: int | None) -> str | None:
+    """Every readable table of ``doc`` written directly, or None when rich must draw one: then rich's console is
+    not even imported (a tenth of the time left of a style fit's table)."""
+    texts = [_direct_text(table, width) for table in doc.readable_tables]
+    return "".join(text for text in texts if text is not None) if all(text is not None for text in texts) else None
+
+
 def print_tables(doc: Document, console: Any, width: int | None) -> None:
-    """Every readable table of ``doc`` on ``console``, fitted to ``width`` (None: every column in full)."""
-    for renderable, drawn in rich_tables(doc, terminal=console.is_terminal, width=width):
-        console.print(_AtWidth(renderable, drawn), crop=False)
+    """Every readable table of ``doc`` on ``console``, fitted to ``width`` (None: every column in full). On a plain
+    console of UTF-8 text (a file, a pipe) a table is written directly when it can be (see :func:`_plain_lines`);
+    otherwise, and always on a terminal, rich draws it."""
+    plain = not console.is_terminal and console.color_system is None and console.encoding.lower().startswith("utf") and not console.legacy_windows
+    for table in doc.readable_tables:
+        text = _direct_text(table, width) if plain else None
+        if text is not None:
+            console.file.write(text)
+            continue
+        for renderable, drawn in table_renderables(table, terminal=console.is_terminal, width=width):
+            console.print(_AtWidth(renderable, drawn), crop=False)
 
 
 def to_table_text(doc: Document) -> bytes:
     """The table format in a file: plain text, every column in full (a file has no width)."""
+    direct = _direct_document(doc, None)
+    if direct is not None:
+        return direct.encode()
     from rich.console import Console
 
     text = io.StringIO()
@@ -202,19 +303,35 @@ def to_table_text(doc: Document) -> bytes:
     return text.getvalue().encode()
 
 
+def _columns_variable() -> int | None:
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None
+
+
 def display_width(console: Any) -> int | None:
     """The width tables are fitted to: the terminal's; when not a terminal, ``$COLUMNS`` if set, else none (a
     pipe or file gets every column in full)."""
-    if console.is_terminal:
-        return console.width
-    columns = os.environ.get("COLUMNS", "")
-    return int(columns) if columns.isdigit() and int(columns) > 0 else None
+    return console.width if console.is_terminal else _columns_variable()
+
+
+def _plain_stdout() -> bool:
+    """Whether stdout is certainly plain UTF-8 text to rich, no console asked: not a terminal, no variable that makes
+    rich treat it as one (``FORCE_COLOR``, ``TTY_COMPATIBLE``, ``TTY_INTERACTIVE``), not a notebook, not Windows (whose
+    consoles rich may draw in other boxes)."""
+    forcing = {"FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"} & os.environ.keys()
+    encoding = getattr(sys.stdout, "encoding", None) or ""
+    return (not forcing and not sys.stdout.isatty() and encoding.lower().startswith("utf") and "ipykernel" not in sys.modules
+            and os.name != "nt")
 
 
 def print_rich(doc: Document, console: Any = None) -> None:
     """The table view on ``console`` (default: stdout; data goes to stdout, logs to stderr), fitted to its width."""
     if console is None:
-        from arena_cli.console import stdout_console
+        from arena_cli.console import stdout_console, write_stdout
 
+        direct = _direct_document(doc, _columns_variable()) if _plain_stdout() else None
+        if direct is not None:
+            write_stdout(direct.encode())
+            return
         console = stdout_console()
     print_tables(doc, console, display_width(console))
