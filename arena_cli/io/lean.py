@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -78,6 +78,9 @@ class LeanParquet:
     plan: Plan
     columns: list[str] | None
     narrow: bool
+    #: the file's scan, which every query of the read shares: polars parses a footer once per scan, and a footer of
+    #: many row groups takes time (13 ms for the 1,000 of a 1M-vote file as the hub writes it), once per query else
+    scan: pl.LazyFrame = field(compare=False, repr=False)
     counts_in_range: bool = False
 
     def batch_rows(self, options: InputOptions) -> int:
@@ -97,11 +100,12 @@ class LeanParquet:
 
 def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> LeanParquet:
     """What a lean read wanting ``columns`` reads of a parquet file, decided from its schema (and footer) alone."""
-    schema = parquet_schema(path)
+    scan = scan_parquet(path)
+    schema = parquet_schema(path, scan)
     plan = lean_plan(plan_for(list(schema), options, str(path)), columns)
     if plan.dialect == "kaggle":
-        return LeanParquet(schema, plan, None, narrow=False)
-    counts_in_range = "conv_metadata" in plan.columns and _counts_in_range(path, schema, plan.columns["conv_metadata"])
+        return LeanParquet(schema, plan, None, narrow=False, scan=scan)
+    counts_in_range = "conv_metadata" in plan.columns and _counts_in_range(scan, schema, plan.columns["conv_metadata"])
     unread = {"conv_metadata"} if counts_in_range and not set(META_COLUMNS) & set(columns) else set()
     # a list of {role, content} messages as parquet types it fails no check (nor does a list of nulls): conversations
     # not wanted are not read to be checked (a plain fit of a log with texts reads no text)
@@ -118,14 +122,14 @@ def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> L
     narrow = all(_numbers_only(schema[plan.columns[f]]) for f in TEXT_FIELDS if f in plan.columns) and not any(
         schema[c].is_nested() and not _numbers_only(schema[c]) for c in read
     )
-    return LeanParquet(schema, plan, read, narrow, counts_in_range)
+    return LeanParquet(schema, plan, read, narrow, scan, counts_in_range)
 
 
 #: Integer types whose every value is at most MAX_COUNT.
 _NARROW_INTEGERS = (pl.Int8, pl.Int16, pl.Int32, pl.UInt8, pl.UInt16, pl.UInt32)
 
 
-def _counts_in_range(path: Path, schema: pl.Schema, column: str) -> bool:
+def _counts_in_range(scan: pl.LazyFrame, schema: pl.Schema, column: str) -> bool:
     """Whether every count of the file's ``conv_metadata`` struct ``column`` is a whole number in range (so that no
     row fails a count check): integer leaves, none of whose values is out of [0, MAX_COUNT].
 
@@ -152,7 +156,7 @@ def _counts_in_range(path: Path, schema: pl.Schema, column: str) -> bool:
     if not out_of_range:
         return True
     try:  # (the first row found out of range answers)
-        return scan_parquet(path).filter(functools.reduce(operator.or_, out_of_range)).head(1).select(pl.len()).collect().item() == 0
+        return scan.filter(functools.reduce(operator.or_, out_of_range)).head(1).select(pl.len()).collect().item() == 0
     except PARQUET_ERRORS:
         return False  # damage, which the read reports
 

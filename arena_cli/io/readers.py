@@ -712,10 +712,11 @@ def corrupt_parquet(path: Path, error: BaseException) -> InputError:
     return InputError(f"{path}: corrupt or truncated parquet ({first})")
 
 
-def parquet_schema(path: Path) -> pl.Schema:
+def parquet_schema(path: Path, scan: pl.LazyFrame | None = None) -> pl.Schema:
+    """A parquet file's schema (from ``scan``, a scan of it, when given)."""
     parquet_content(path)
     try:
-        return scan_parquet(path).collect_schema()
+        return (scan_parquet(path) if scan is None else scan).collect_schema()
     except PARQUET_ERRORS as error:
         raise corrupt_parquet(path, error) from None
 

@@ -20,7 +20,7 @@ from arena_cli.io.canonical import Check, canonicalize, extra_exprs, field_exprs
 from arena_cli.io.fields import changed_values, parse_text
 from arena_cli.io.duplicates import CONTENT_ID
 from arena_cli.io.lean import LeanIds, LeanParquet, select_wanted
-from arena_cli.io.files import read_ahead, scan_parquet
+from arena_cli.io.files import read_ahead
 from arena_cli.io.readers import ROW, corrupt_parquet
 from arena_cli.io.results import IngestResult, ReadPath, SourceSummary
 from arena_cli.schema import Frame, conform, empty_quarantine
@@ -86,7 +86,7 @@ def _read_file(
     """One pass over a file, a slice at a time: (rows, ids, battles taken, mapped, quarantine; see :class:`_Slice`);
     None if a model name needs trimming, or a row not taken is one that :func:`canonicalize` accepts (a label to
     normalise): the batch path reads such files."""
-    scan = scan_parquet(path).select(lean.columns)
+    scan = lean.scan.select(lean.columns)
     rows = _collect(scan.select(pl.len()), path).item()
     size = slice_rows(rows)
     starts = range(0, max(rows, 1), size)
