@@ -124,9 +124,11 @@ def _read_slice(
     that are, when some are not (rows to reject are few, and in few logs)."""
     col = lean.plan.columns
     rows = frame.lazy()
-    names = rows.select(pl.concat([pl.col(col["model_a"]).unique(), pl.col(col["model_b"]).unique()]).unique().alias("name"))
+    # each column's names as one list (two lists found side by side: half the time of one list of both columns')
+    names = rows.select(pl.col(col[f]).unique().implode().alias(f) for f in ("model_a", "model_b"))
     as_is = rows.select(_as_is(lean, labels).alias("as_is"))
-    distinct, taken, ids, battles = _collect_all([names, as_is, *_taken(rows, lean, labels, columns, map_batch)], path)
+    per_side, taken, ids, battles = _collect_all([names, as_is, *_taken(rows, lean, labels, columns, map_batch)], path)
+    distinct = pl.concat([per_side[f].explode() for f in ("model_a", "model_b")]).unique().to_frame("name")
     if changed_values(distinct, "name", parse_text("name", pl.String())) is not None:
         return None
     if taken["as_is"].all():
