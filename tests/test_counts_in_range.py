@@ -85,3 +85,18 @@ def test_conv_metadata_is_read_for_a_plain_fit_only_when_a_count_could_fail(tmp_
     lean, full = read_sources([bad], columns=plain), read_sources([bad])
     assert lean.quarantine.select("source_row", "reason", "detail").equals(full.quarantine.select("source_row", "reason", "detail"))
     assert lean.quarantine["source_row"].to_list() == [3]
+
+
+def test_a_style_read_checks_the_counts_exactly_when_one_could_fail(tmp_path):
+    """A style read (the counts wanted) reads the struct whatever its footer says: in range, it checks no row, and
+    gives a full read's battles; one count out of range, its row is quarantined as a full read quarantines it."""
+    style = ["model_a", "model_b", "outcome", *META_COLUMNS]
+    good = _release(tmp_path / "good.parquet", [5, 7, 0, 9])
+    assert lean_parquet(good, InputOptions(), style).counts_in_range
+    assert read_sources([good], columns=style).battles.equals(read_sources([good]).battles.select(style))
+    bad = _release(tmp_path / "bad.parquet", [5, 7, -1, 9])
+    assert not lean_parquet(bad, InputOptions(), style).counts_in_range
+    lean, full = read_sources([bad], columns=style), read_sources([bad])
+    assert lean.quarantine["source_row"].to_list() == [3]
+    assert lean.quarantine.select("source_row", "reason", "detail").equals(full.quarantine.select("source_row", "reason", "detail"))
+    assert lean.battles.equals(full.battles.select(style))
