@@ -204,8 +204,9 @@ def _plain_lines(view: Shown, columns: list[list[str]], part: _Part) -> list[str
         return text.isprintable() and cell_len(text) <= width
 
     texts = [[view.headers[k], *columns[k]] for k in part.block.columns]
+    notes = "\n".join(part.notes).split("\n") if part.notes else []
     if not (all(fits(text, w) for column, w in zip(texts, part.block.widths) for text in column) and fits(part.title, part.drawn)
-            and all(fits(note, part.drawn) for note in "\n".join(part.notes).split("\n"))):
+            and all(fits(note, part.drawn) for note in notes)):
         return None
     widths = _widened(part.block.widths, cell_len(part.title))
     table_width = drawn_width(widths)
@@ -232,9 +233,7 @@ def _plain_lines(view: Shown, columns: list[list[str]], part: _Part) -> list[str
     lines += [rule("top"), line("head", [column[0] for column in justified]), rule("rule")]
     lines += [line("row", row) for row in zip(*(column[1:] for column in justified))]
     lines.append(rule("bottom"))
-    if part.notes:
-        lines += "\n".join(part.notes).split("\n")
-    return lines
+    return lines + notes
 
 
 def _widened(widths: tuple[int, ...], title_width: int) -> list[int]:
