@@ -21,9 +21,9 @@ from arena_cli.errors import ArenaError, ExitCode, OptionError
 def _error(message: str) -> None:
     from rich.markup import escape
 
-    from arena_cli.console import err_console
+    from arena_cli.console import err_console, printable
 
-    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    err_console.print(f"[red]error:[/red] {escape(printable(message))}", highlight=False, soft_wrap=True)
 
 
 def guarded(command: Callable) -> Callable:

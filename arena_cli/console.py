@@ -130,13 +130,23 @@ def progress(transient: bool = True):
     )
 
 
+#: Control characters (C0 and C1) written as escapes: a message can quote what a file holds (a winner label, a
+#: column name, a path), and a terminal would act on an escape sequence in it or break the line.
+_ESCAPED = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def printable(message: str) -> str:
+    """A message as one line of text a terminal shows as it is: control characters as ``\\xNN`` escapes."""
+    return message.translate(_ESCAPED)
+
+
 def warn(message: str) -> None:
     from rich.markup import escape
 
-    _console().print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False, soft_wrap=True)
+    _console().print(f"[yellow]warning:[/yellow] {escape(printable(message))}", highlight=False, soft_wrap=True)
 
 
 def info(message: str) -> None:
     from rich.markup import escape
 
-    _console().print(escape(message), highlight=False, soft_wrap=True)
+    _console().print(escape(printable(message)), highlight=False, soft_wrap=True)

@@ -238,6 +238,75 @@ def test_damaged_rows_are_quarantined_and_counted_in_every_mode(tmp_path, case):
     assert f"{sum(reasons.values())} row(s) skipped: " in fitted.stderr and str(path) in fitted.stderr
 
 
+# -- control characters: a model name with one is rejected, and no message or table passes one to the terminal ------
+
+ESCAPE = "m\x1b]0;pwned\x07"  # an escape sequence that retitles a terminal window
+
+
+def _with_control_names(rows: list[dict]) -> list[dict]:
+    """The votes, with m4 named with a terminal escape sequence and m3 with a NUL in the middle."""
+    names = {"m4": ESCAPE, "m3": "m\x003"}
+    return [{**r, "model_a": names.get(r["model_a"], r["model_a"]), "model_b": names.get(r["model_b"], r["model_b"])} for r in rows]
+
+
+def _parquet(rows: list[dict], trim: bool = False) -> bytes:
+    frame = pl.DataFrame(rows)
+    if trim:  # names that need trimming: the batch path reads the file, not the streamed one
+        frame = frame.with_columns(pl.col("model_a") + " ")
+    buffer = io.BytesIO()
+    frame.write_parquet(buffer)
+    return buffer.getvalue()
+
+
+CONTROL_NAMES = {
+    "v.jsonl": lambda rows: jsonl(rows),
+    "v.json": lambda rows: json.dumps(rows).encode(),
+    "v.csv": lambda rows: csv_text(rows),
+    "v.parquet": lambda rows: _parquet(rows),
+    "trimmed.parquet": lambda rows: _parquet(rows, trim=True),
+}
+
+
+@pytest.mark.parametrize("name", CONTROL_NAMES)
+def test_a_model_name_with_a_control_character_is_rejected_as_a_wrong_type(tmp_path, name):
+    rows = _with_control_names(votes(300))
+    damaged = sum(1 for r in rows if {r["model_a"], r["model_b"]} & {ESCAPE, "m\x003"})
+    path = _write(tmp_path / name, CONTROL_NAMES[name](rows))
+    ingested = arena("ingest", path, "--store", tmp_path / "s", "--format", "json")
+    assert ingested.exit_code == 0, ingested.output
+    (summary,) = json.loads(ingested.stdout)["tables"]["sources"]
+    assert (summary["quarantined"], summary["stored"]) == (damaged, len(rows) - damaged)
+    quarantine = Store.open(tmp_path / "s").read("quarantine", ["reason", "detail", "raw"])
+    wrong_type = quarantine.filter(pl.col("reason") == "wrong_type")
+    assert set(quarantine["reason"]) == {"wrong_type"} | ({"unparseable"} if name.endswith(".csv") else set())  # (a CSV row with a NUL: binary data)
+    assert wrong_type.height and wrong_type["detail"].str.contains("a control character in the model name").all()
+    assert quarantine["raw"].str.contains("pwned").any()  # (each row kept as the file has it)
+    fitted = arena("fit", path, "--ci", "none", "--min-battles", "1", "--format", "json")
+    assert fitted.exit_code == 0, fitted.output
+    assert {row["model"] for row in json.loads(fitted.stdout)["tables"]["leaderboard"]} == {"m1", "m2"}
+    assert f"{damaged} row(s) skipped: " in fitted.stderr
+    for result in (ingested, fitted):
+        assert "\x1b" not in result.stderr and "\x00" not in result.stderr
+
+
+def test_messages_and_tables_show_control_characters_as_escapes(tmp_path):
+    rows = votes(200)
+    rows[0]["winner"] = "\x1b[2Jmodel_x"  # quoted by the warning about the row it rejects
+    path = _write(tmp_path / "v.jsonl", jsonl(rows))
+    fitted = arena("fit", path, "--ci", "none")
+    assert fitted.exit_code == 0, fitted.output
+    assert "\x1b" not in fitted.stderr and r'unknown winner label "\x1b[2Jmodel_x"' in fitted.stderr
+    missing = arena("fit", _write(tmp_path / "w.jsonl", jsonl([{"model_a": "a", "mod\x1bel_b": "b", "winner": "tie"}])))
+    assert missing.exit_code != 0 and "\x1b" not in missing.stderr and r"mod\x1bel_b" in missing.stderr
+    # a library caller's frame is not checked, but its table shows the name as escapes
+    from arena_cli import FitOptions, fit
+    from arena_cli.render.text import to_table_text
+
+    frame = pl.DataFrame(_with_control_names(votes(300))).rename({"winner": "outcome"})
+    text = to_table_text(fit(frame, FitOptions(ci="none", min_battles=1)).to_document()).decode()
+    assert "\x1b" not in text and "\x00" not in text and r"m\x1b]0;pwned\x07" in text and r"m\x003" in text
+
+
 # -- empty files: an empty log ------------------------------------------------------------------------------
 
 EMPTY = {"v.jsonl": b"", "blank.jsonl": b"\n  \n", "v.csv": b"", "header.csv": b"model_a,model_b,winner\n", "v.json": b"",

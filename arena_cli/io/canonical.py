@@ -14,6 +14,7 @@ from arena_cli.io.dialects import Plan, kaggle_conversation, kaggle_outcome
 from arena_cli.io.fields import (
     MAX_COUNT,
     by_distinct,
+    control_names,
     decode_json,
     field_path,
     is_given,
@@ -246,6 +247,8 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
         winner_detail = pl.concat_str(pl.lit("unknown winner label "), pl.format('"{}"', label.fill_null("")), pl.lit(" (map it with --winner-map LABEL=OUTCOME)"))
     checks: list[tuple[str, pl.Expr, pl.Expr]] = [  # (reason, condition on the computed columns, detail), first match wins
         (QuarantineReason.MISSING_MODEL.value, pl.col("model_a").is_null() | pl.col("model_b").is_null(), pl.lit("model_a or model_b is missing or empty")),
+        *[(QuarantineReason.WRONG_TYPE.value, pl.col(name).is_in(unprintable), pl.lit(f"{name}: a control character in the model name"))
+          for name in ("model_a", "model_b") if (unprintable := control_names(batch, col[name]))],
         (QuarantineReason.UNKNOWN_WINNER.value, pl.col("outcome").is_null(), winner_detail),
         *[(reason, pl.col(f"__flag{i}") & (pl.col(field).is_null() if field else True), pl.lit(text) if isinstance(text, str) else text)
           for i, (reason, _, field, text) in enumerate(bad)],

@@ -28,6 +28,21 @@ def parse_text(col: str, dtype: pl.DataType) -> pl.Expr:
     return expr.replace("", None)
 
 
+#: A character no model name has: a C0 or C1 control character (a NUL, an escape, a line break or tab within the
+#: name). Such a name is damage (a flipped byte in a parquet dictionary page decodes to one) or a terminal escape
+#: sequence, which every table, warning and log line that names the model would send to the user's terminal.
+CONTROL_CHARACTER = r"[\x00-\x1f\x7f-\x9f]"
+
+
+def control_names(batch: pl.DataFrame, column: str) -> list[str]:
+    """The distinct model names of a column, trimmed, that have a control character (few or none; a column of
+    another type than text has none)."""
+    if batch.schema[column] != pl.String:
+        return []
+    names = batch.select(pl.col(column).unique()).select(parse_text(column, pl.String()))
+    return names.filter(pl.col(column).str.contains(CONTROL_CHARACTER))[column].to_list()
+
+
 def parse_timestamp(col: str, dtype: pl.DataType, texts: bool = True) -> pl.Expr:
     """A timestamp as UTC: a datetime, unix seconds or milliseconds (a number, or number text), or ISO 8601
     text. ``texts=False``: the caller knows every value given is number text, as written, so the trimming and the

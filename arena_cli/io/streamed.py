@@ -17,7 +17,7 @@ import polars as pl
 
 from arena_cli.exprs import lookup
 from arena_cli.io.canonical import Check, canonicalize, extra_exprs, field_exprs, id_expr, typed_meta
-from arena_cli.io.fields import changed_values, parse_text
+from arena_cli.io.fields import CONTROL_CHARACTER, changed_values, parse_text
 from arena_cli.io.duplicates import CONTENT_ID
 from arena_cli.io.lean import LeanIds, LeanParquet, select_wanted
 from arena_cli.io.files import read_ahead
@@ -84,8 +84,8 @@ def _read_file(
     path: Path, lean: LeanParquet, labels: dict[str, str], columns: Sequence[str], map_batch: Callable[[Frame], Frame]
 ) -> tuple[int, pl.DataFrame, pl.DataFrame, pl.DataFrame] | None:
     """One pass over a file, a slice at a time: (rows, ids, battles taken, mapped, quarantine; see :class:`_Slice`);
-    None if a model name needs trimming, or a row not taken is one that :func:`canonicalize` accepts (a label to
-    normalise): the batch path reads such files."""
+    None if a model name needs trimming or has a control character (its rows are rejected), or a row not taken is
+    one that :func:`canonicalize` accepts (a label to normalise): the batch path reads such files."""
     scan = lean.scan.select(lean.columns)
     rows = _collect(scan.select(pl.len()), path).item()
     size = slice_rows(rows)
@@ -129,7 +129,7 @@ def _read_slice(
     as_is = rows.select(_as_is(lean, labels).alias("as_is"))
     per_side, taken, ids, battles = _collect_all([names, as_is, *_taken(rows, lean, labels, columns, map_batch)], path)
     distinct = pl.concat([per_side[f].explode() for f in ("model_a", "model_b")]).unique().to_frame("name")
-    if changed_values(distinct, "name", parse_text("name", pl.String())) is not None:
+    if changed_values(distinct, "name", parse_text("name", pl.String())) is not None or distinct["name"].str.contains(CONTROL_CHARACTER).any():
         return None
     if taken["as_is"].all():
         return _Slice(ids, battles, empty_quarantine())

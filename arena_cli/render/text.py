@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from arena_cli.console import printable
 from arena_cli.render.display import Cell, Shown, json_value, plain_frame, rounded, shown
 from arena_cli.render.document import Document, Figure, Table
 from arena_cli.render.width import drawn_width
@@ -94,12 +96,13 @@ def to_parquet(doc: Document) -> bytes:
 
 def _cell_text(cell: Cell, terminal: bool) -> str:
     """A cell's text as shown: a terminal draws a change as an arrow (``↑3``, coloured by :func:`_rich_cell`) and
-    emphasis in bold; a file gets the plain ``+3`` / ``-2`` and a ``*`` after an emphasised cell."""
+    emphasis in bold; a file gets the plain ``+3`` / ``-2`` and a ``*`` after an emphasised cell. Control
+    characters (in a model name a library caller gave) are shown as escapes (see :func:`printable`)."""
     if terminal:
         if cell.change and cell.direction:
             return ("↑" if cell.direction > 0 else "↓") + cell.magnitude
-        return cell.text
-    return cell.text + ("*" if cell.strong and cell.text else "")
+        return printable(cell.text)
+    return printable(cell.text) + ("*" if cell.strong and cell.text else "")
 
 
 def _rich_cell(cell: Cell, terminal: bool) -> Any:
@@ -150,16 +153,22 @@ def _layout(table: Table, terminal: bool, width: int | None) -> tuple[Shown, lis
     from arena_cli.render.width import plan as fit
 
     view = shown(table)
+    view = dataclasses.replace(view, headers=[printable(header) for header in view.headers])  # (a matrix's headers are model names)
     columns = [[_cell_text(row[k], terminal) for row in view.rows] for k in range(len(view.headers))]
     plan = fit(view.headers, columns, view.numeric, view.priority, view.groups, width)
     keys = [view.headers[k] for k in plan.blocks[0].columns if view.groups[k] is None] if len(plan.blocks) > 1 else []
-    notes = [*table.notes, *_width_notes(view, plan, keys)]
+    notes = [*_printable_notes(table), *_width_notes(view, plan, keys)]
     notes_width = min(width, NOTE_WIDTH) if width else NOTE_WIDTH
     parts = []
     for i, block in enumerate(plan.blocks, start=1):
-        title = table.title + (f" ({i} of {len(plan.blocks)})" if len(plan.blocks) > 1 and table.title else "")
+        title = printable(table.title) + (f" ({i} of {len(plan.blocks)})" if len(plan.blocks) > 1 and table.title else "")
         parts.append(_Part(title, block, notes if i == len(plan.blocks) else [], max(block.width, notes_width)))
     return view, columns, parts
+
+
+def _printable_notes(table: Table) -> list[str]:
+    """A table's notes with control characters as escapes, line by line (a note may name a model)."""
+    return ["\n".join(printable(line) for line in note.split("\n")) for note in table.notes]
 
 
 def table_renderables(table: Table, terminal: bool = False, width: int | None = None) -> list[tuple[Any, int]]:
@@ -171,9 +180,9 @@ def table_renderables(table: Table, terminal: bool = False, width: int | None = 
     from rich.text import Text
 
     if not table.frame.height:
-        heading = [Text(table.title, style="italic")] if table.title else []
+        heading = [Text(printable(table.title), style="italic")] if table.title else []
         notes_width = min(width, NOTE_WIDTH) if width else NOTE_WIDTH
-        return [(Group(*heading, Text("\n".join([table.empty_sentence, *table.notes]))), notes_width)]
+        return [(Group(*heading, Text("\n".join([table.empty_sentence, *_printable_notes(table)]))), notes_width)]
     view, _, parts = _layout(table, terminal, width)
     cells = [[_rich_cell(c, terminal) for c in row] for row in view.rows]
     out = []
