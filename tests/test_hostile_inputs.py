@@ -300,11 +300,12 @@ def test_messages_and_tables_show_control_characters_as_escapes(tmp_path):
     assert missing.exit_code != 0 and "\x1b" not in missing.stderr and r"mod\x1bel_b" in missing.stderr
     # a library caller's frame is not checked, but its table shows the name as escapes
     from arena_cli import FitOptions, fit
-    from arena_cli.render.text import to_table_text
+    from arena_cli.render.text import to_markdown, to_table_text
 
     frame = pl.DataFrame(_with_control_names(votes(300))).rename({"winner": "outcome"})
-    text = to_table_text(fit(frame, FitOptions(ci="none", min_battles=1)).to_document()).decode()
-    assert "\x1b" not in text and "\x00" not in text and r"m\x1b]0;pwned\x07" in text and r"m\x003" in text
+    document = fit(frame, FitOptions(ci="none", min_battles=1)).to_document()
+    for text in (to_table_text(document).decode(), to_markdown(document).decode()):
+        assert "\x1b" not in text and "\x00" not in text and r"m\x1b]0;pwned\x07" in text and r"m\x003" in text
 
 
 # -- empty files: an empty log ------------------------------------------------------------------------------

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from arena_cli.console import printable
@@ -44,12 +43,12 @@ def to_csv(doc: Document) -> bytes:
 
 
 def _markdown_cell(cell: Cell) -> str:
-    text = cell.text.replace("|", "\\|").replace("\n", " ")
+    text = printable(cell.text.replace("|", "\\|").replace("\n", " "))
     return f"**{text}**" if cell.strong and text else text
 
 
 def markdown_table(table: Shown) -> str:
-    header = "| " + " | ".join(h.replace("|", "\\|") for h in table.headers) + " |"
+    header = "| " + " | ".join(printable(h.replace("|", "\\|")) for h in table.headers) + " |"
     align = "|" + "|".join("---:" if numeric else "---" for numeric in table.numeric) + "|"
     rows = ["| " + " | ".join(_markdown_cell(c) for c in row) + " |" for row in table.rows]
     return "\n".join([header, align, *rows])
@@ -153,7 +152,7 @@ def _layout(table: Table, terminal: bool, width: int | None) -> tuple[Shown, lis
     from arena_cli.render.width import plan as fit
 
     view = shown(table)
-    view = dataclasses.replace(view, headers=[printable(header) for header in view.headers])  # (a matrix's headers are model names)
+    view = replace(view, headers=[printable(header) for header in view.headers])  # (a matrix's headers are model names)
     columns = [[_cell_text(row[k], terminal) for row in view.rows] for k in range(len(view.headers))]
     plan = fit(view.headers, columns, view.numeric, view.priority, view.groups, width)
     keys = [view.headers[k] for k in plan.blocks[0].columns if view.groups[k] is None] if len(plan.blocks) > 1 else []
