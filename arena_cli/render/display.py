@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from arena_cli.console import printable
 from arena_cli.render.document import Column, Table
 
 MISSING = "—"
@@ -70,7 +71,7 @@ def plain_frame(frame: pl.DataFrame) -> pl.DataFrame:
 def plain_text(value: Any) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
-    return str(value)
+    return printable(str(value))
 
 
 def _number(value: Any, digits: int | None) -> str:
@@ -78,7 +79,7 @@ def _number(value: Any, digits: int | None) -> str:
         return MISSING
     if isinstance(value, float) and digits is not None:
         return f"{value:.{digits}f}"
-    return str(value)
+    return printable(str(value))
 
 
 def _change(value: Any, digits: int | None, strong: bool) -> Cell:
@@ -115,13 +116,14 @@ def _column_cells(frame: pl.DataFrame, column: Column, digits: int | None) -> li
 
 def shown(table: Table) -> Shown:
     """The table as people see it: its ``layout`` when given, else every column of the frame, floats with the
-    table's ``float_digits`` (on a narrow terminal the first column stays, the others give way from the right)."""
+    table's ``float_digits`` (on a narrow terminal the first column stays, the others give way from the right).
+    Control characters in a cell or header (a model name a library caller gave) are shown as escapes."""
     if not table.layout:
         frame = plain_frame(table.frame)
         digits = [table.float_digits.get(c) if t.is_float() else None for c, t in frame.schema.items()]
         rows = [[Cell(_number(v, d) if d is not None else plain_text(v)) for v, d in zip(row, digits)] for row in frame.iter_rows()]
         n = frame.width
-        return Shown(list(frame.columns), [t.is_numeric() for t in frame.schema.values()], rows, list(range(n)), [None] * n)
+        return Shown([printable(c) for c in frame.columns], [t.is_numeric() for t in frame.schema.values()], rows, list(range(n)), [None] * n)
     frame = table.frame
     columns = [
         _column_cells(frame, c, c.digits if c.digits is not None else table.float_digits.get(c.value))
@@ -129,4 +131,4 @@ def shown(table: Table) -> Shown:
     ]
     numeric = [frame.schema[c.value].is_numeric() for c in table.layout]
     rows = [list(row) for row in zip(*columns)] if columns else []
-    return Shown([c.header for c in table.layout], numeric, rows, [c.priority for c in table.layout], [c.group for c in table.layout])
+    return Shown([printable(c.header) for c in table.layout], numeric, rows, [c.priority for c in table.layout], [c.group for c in table.layout])

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from arena_cli.console import printable
@@ -43,12 +43,12 @@ def to_csv(doc: Document) -> bytes:
 
 
 def _markdown_cell(cell: Cell) -> str:
-    text = printable(cell.text.replace("|", "\\|").replace("\n", " "))
+    text = cell.text.replace("|", "\\|").replace("\n", " ")
     return f"**{text}**" if cell.strong and text else text
 
 
 def markdown_table(table: Shown) -> str:
-    header = "| " + " | ".join(printable(h.replace("|", "\\|")) for h in table.headers) + " |"
+    header = "| " + " | ".join(h.replace("|", "\\|") for h in table.headers) + " |"
     align = "|" + "|".join("---:" if numeric else "---" for numeric in table.numeric) + "|"
     rows = ["| " + " | ".join(_markdown_cell(c) for c in row) + " |" for row in table.rows]
     return "\n".join([header, align, *rows])
@@ -95,13 +95,12 @@ def to_parquet(doc: Document) -> bytes:
 
 def _cell_text(cell: Cell, terminal: bool) -> str:
     """A cell's text as shown: a terminal draws a change as an arrow (``↑3``, coloured by :func:`_rich_cell`) and
-    emphasis in bold; a file gets the plain ``+3`` / ``-2`` and a ``*`` after an emphasised cell. Control
-    characters (in a model name a library caller gave) are shown as escapes (see :func:`printable`)."""
+    emphasis in bold; a file gets the plain ``+3`` / ``-2`` and a ``*`` after an emphasised cell."""
     if terminal:
         if cell.change and cell.direction:
             return ("↑" if cell.direction > 0 else "↓") + cell.magnitude
-        return printable(cell.text)
-    return printable(cell.text) + ("*" if cell.strong and cell.text else "")
+        return cell.text
+    return cell.text + ("*" if cell.strong and cell.text else "")
 
 
 def _rich_cell(cell: Cell, terminal: bool) -> Any:
@@ -152,7 +151,6 @@ def _layout(table: Table, terminal: bool, width: int | None) -> tuple[Shown, lis
     from arena_cli.render.width import plan as fit
 
     view = shown(table)
-    view = replace(view, headers=[printable(header) for header in view.headers])  # (a matrix's headers are model names)
     columns = [[_cell_text(row[k], terminal) for row in view.rows] for k in range(len(view.headers))]
     plan = fit(view.headers, columns, view.numeric, view.priority, view.groups, width)
     keys = [view.headers[k] for k in plan.blocks[0].columns if view.groups[k] is None] if len(plan.blocks) > 1 else []
