@@ -4,6 +4,8 @@ statistics where they settle it)."""
 
 from __future__ import annotations
 
+import struct
+
 import polars as pl
 import pytest
 from hypothesis import given, settings
@@ -98,5 +100,39 @@ def test_a_style_read_checks_the_counts_exactly_when_one_could_fail(tmp_path):
     assert not lean_parquet(bad, InputOptions(), style).counts_in_range
     lean, full = read_sources([bad], columns=style), read_sources([bad])
     assert lean.quarantine["source_row"].to_list() == [3]
+    assert lean.quarantine.select("source_row", "reason", "detail").equals(full.quarantine.select("source_row", "reason", "detail"))
+    assert lean.battles.equals(full.battles.select(style))
+
+
+def _with_a_value_damaged(path, value: int, damaged: int):
+    """The log at ``path`` with the int64 ``value`` in its data page replaced by ``damaged``, its statistics (in
+    the footer and the page header, which hold ``value`` too) left as they were: a damaged page under an intact
+    footer. Each occurrence of the bytes is tried; the one the decoded counts show is the data."""
+    data = path.read_bytes()
+    old, new = struct.pack("<q", value), struct.pack("<q", damaged)
+    at = data.find(old)
+    while at >= 0:
+        path.write_bytes(data[:at] + new + data[at + 8:])
+        tokens = pl.read_parquet(path)["conv_metadata"].struct.field("sum_assistant_a_tokens")
+        if damaged in tokens.to_list():
+            return path
+        at = data.find(old, at + 1)
+    raise AssertionError("the value is not in the file")
+
+
+def test_counts_whose_statistics_are_wrong_are_checked_as_they_decode(tmp_path):
+    """The footer shows every count in range, but a page decodes to one out of range: a style read checks the
+    values it decoded and quarantines that row, as a full read does (the fit gives the battles an ingest stores)."""
+    style = ["model_a", "model_b", "outcome", *META_COLUMNS]
+    path = tmp_path / "damaged.parquet"
+    n = 400
+    pl.DataFrame({
+        "model_a": ["x", "y"] * (n // 2), "model_b": ["y", "z"] * (n // 2), "winner": ["model_a", "tie"] * (n // 2),
+        "conv_metadata": [{"sum_assistant_a_tokens": 123_456_789 if i == 250 else i, "header_count_a": {"h1": 1}} for i in range(n)],
+    }).write_parquet(path, compression="uncompressed", statistics=True)
+    _with_a_value_damaged(path, 123_456_789, -5)
+    assert lean_parquet(path, InputOptions(), style).counts_in_range  # the statistics still say so
+    lean, full = read_sources([path], columns=style), read_sources([path])
+    assert lean.quarantine["source_row"].to_list() == [251]
     assert lean.quarantine.select("source_row", "reason", "detail").equals(full.quarantine.select("source_row", "reason", "detail"))
     assert lean.battles.equals(full.battles.select(style))
