@@ -8,8 +8,8 @@ peak RSS, bench/measure.py):
 
 * `arena fit` straight from the file; from a store the file was ingested into beforehand; and, for style, from
   a copy of that store whose features `arena features` computed (``--recipe lmarena``), the cron/CI cases;
-* the read floor of each (bench/floor.py: polars reading only the columns the fit needs), which `arena fit`
-  cannot beat;
+* the read floor of each (bench/floor.py: polars reading only the columns the fit needs, among them a file's
+  battle ids, which a fit reads to drop duplicate votes), which `arena fit` cannot beat;
 * arena-rank 0.1.1 and FastChat's recipe on the file, read with pandas as their users do (bench/baselines.py,
   in a separate virtualenv), where the file has what they need (style counts for a style fit).
 
@@ -132,7 +132,7 @@ def commands(shape: Shape, path: Path, style: str, sources: list[str], stores: t
         given, floor_kind, floor_path = inputs[source]
         out = outdir / f"arena-{source}.json"
         chosen[source, "arena fit"] = ([*ARENA, "fit", *given, *options, "-o", str(out)], out)
-        chosen[source, "read floor"] = ([*FLOOR, floor_kind, str(floor_path), style, counts_of(shape)], None)
+        chosen[source, "read floor"] = ([*FLOOR, floor_kind, str(floor_path), style, counts_of(shape), shape.ids], None)
     if baselines and "file" in sources and (style == "none" or shape.counts is not None):
         for tool, name in ((ARENA_RANK, "arena-rank"), (FASTCHAT, "fastchat")):
             out = outdir / f"{name}.csv"

@@ -2,10 +2,11 @@
 cheapest honest way (parquet: the needed columns and struct fields; JSON: a schema of the needed fields only),
 and does nothing with them. `arena fit` cannot be faster than this; bench/fit.py reports its ratio to it.
 
-    python bench/floor.py file|store|features PATH STYLE COUNTS
+    python bench/floor.py file|store|features PATH STYLE COUNTS IDS
 
 COUNTS: where the style counts are (``meta``, ``flat``, ``texts``: conversations only, ``none``); ``features``
-reads a store's battles and its cached lmarena-recipe features. Imports polars only.
+reads a store's battles and its cached lmarena-recipe features. IDS: a log file's column of battle ids, which a
+fit of the file reads to drop duplicate votes (a store holds none: its ingest dropped them). Imports polars only.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ META_FIELDS = {
 CONVERSATION = pl.List(pl.Struct({"role": pl.String(), "content": pl.String()}))
 
 
-def file_schema(style: str, counts: str) -> dict[str, pl.DataType]:
+def file_schema(style: str, counts: str, ids: str) -> dict[str, pl.DataType]:
     """The fields a fit reads from a vote log file, with their types."""
-    schema: dict[str, pl.DataType] = {name: pl.String() for name in ("model_a", "model_b", "outcome" if counts == "flat" else "winner")}
+    schema: dict[str, pl.DataType] = {name: pl.String() for name in (ids, "model_a", "model_b", "outcome" if counts == "flat" else "winner")}
     if style != "none":
         if counts == "meta":
             schema["conv_metadata"] = pl.Struct(META_FIELDS)
@@ -41,8 +42,8 @@ def file_schema(style: str, counts: str) -> dict[str, pl.DataType]:
     return schema
 
 
-def read_file(path: str, style: str, counts: str) -> list[pl.DataFrame]:
-    schema = file_schema(style, counts)
+def read_file(path: str, style: str, counts: str, ids: str) -> list[pl.DataFrame]:
+    schema = file_schema(style, counts, ids)
     if path.endswith(".parquet"):
         columns = [pl.col(name).struct.field(*dtype.to_schema()) if isinstance(dtype, pl.Struct) else pl.col(name)
                    for name, dtype in schema.items()]
@@ -70,6 +71,6 @@ def read_store(path: str, style: str, counts: str, features: bool) -> list[pl.Da
 
 
 if __name__ == "__main__":
-    kind, path, style, counts = sys.argv[1:]
-    frames = read_file(path, style, counts) if kind == "file" else read_store(path, style, counts, features=kind == "features")
+    kind, path, style, counts, ids = sys.argv[1:]
+    frames = read_file(path, style, counts, ids) if kind == "file" else read_store(path, style, counts, features=kind == "features")
     print(sum(frame.height for frame in frames))

@@ -68,6 +68,7 @@ class Shape:
     counts: str | None
     texts: bool
     hub: bool = False  # written as the Hugging Face hub's ``datasets`` writes parquet (see HUB_WRITER)
+    ids: str = "question_id"  # the column of battle ids (a fit reads them to drop duplicate votes)
 
     def path(self, workdir: Path, n: int, n_models: int, seed: int) -> Path:
         return Path(workdir) / f"{self.name}-{n}-{n_models}-s{seed}-g{GENERATOR_VERSION}.{SHAPES_VERSION}.{self.container}"
@@ -157,19 +158,19 @@ def flat(sim: Simulation, k: int) -> pl.DataFrame:
 
 
 SHAPES: dict[str, Shape] = {s.name: s for s in (
-    Shape("nested-parquet", "none", "parquet", release, "meta", False),
-    Shape("nested-parquet-hub", "none", "parquet", release, "meta", False, hub=True),
+    Shape("nested-parquet", "none", "parquet", release, "meta", False, ids="id"),
+    Shape("nested-parquet-hub", "none", "parquet", release, "meta", False, hub=True, ids="id"),
     Shape("fastchat-jsonl", "none", "jsonl", fastchat, "meta", False),
     Shape("fastchat-json", "none", "json", fastchat, "meta", False),
-    Shape("flat-parquet", "none", "parquet", flat, "flat", False),
+    Shape("flat-parquet", "none", "parquet", flat, "flat", False, ids="battle_id"),
     Shape("fastchat-short-jsonl", "short", "jsonl", fastchat, "meta", True),
     Shape("texts-jsonl", "long", "jsonl", conversations(meta=False), None, True),
     Shape("texts-meta-jsonl", "long", "jsonl", conversations(meta=True), "meta", True),
     Shape("texts-parquet", "long", "parquet", conversations(meta=False), None, True),
     Shape("texts-meta-parquet", "long", "parquet", conversations(meta=True), "meta", True),
     Shape("texts-parquet-hub", "long", "parquet", conversations(meta=False), None, True, hub=True),
-    Shape("flat-short-parquet", "short", "parquet", flat, "flat", False),
-    Shape("flat-long-parquet", "long", "parquet", flat, "flat", False),
+    Shape("flat-short-parquet", "short", "parquet", flat, "flat", False, ids="battle_id"),
+    Shape("flat-long-parquet", "long", "parquet", flat, "flat", False, ids="battle_id"),
 )}
 #: The flat file of each kind: the counts and outcomes a reference fit reads.
 REFERENCE = {s.kind: s for s in SHAPES.values() if s.layout is flat}
