@@ -9,6 +9,7 @@ true/false conditions.
 from __future__ import annotations
 
 import bz2
+import dataclasses
 import functools
 import gzip
 import io
@@ -306,6 +307,11 @@ def test_messages_and_tables_show_control_characters_as_escapes(tmp_path):
     document = fit(frame, FitOptions(ci="none", min_battles=1)).to_document()
     for text in (to_table_text(document).decode(), to_markdown(document).decode()):
         assert "\x1b" not in text and "\x00" not in text and r"m\x1b]0;pwned\x07" in text and r"m\x003" in text
+    # titles and notes too (a note may name a model)
+    titled = dataclasses.replace(document, title="board \x1b[2J", tables=tuple(
+        dataclasses.replace(t, title=f"{t.title} \x1b[2J", notes=("m\x1b]0;pwned\x07 left out",)) for t in document.tables))
+    for text in (to_table_text(titled).decode(), to_markdown(titled).decode()):
+        assert "\x1b" not in text and r"\x1b[2J" in text and r"m\x1b]0;pwned\x07 left out" in text
 
 
 # -- empty files: an empty log ------------------------------------------------------------------------------

@@ -64,7 +64,7 @@ def to_markdown(doc: Document, figure_prefix: str | None = None) -> bytes:
     when ``figure_prefix`` says where their PNG files are written (see :func:`emit`)."""
     parts: list[str] = []
     if doc.title:
-        parts.append(f"## {doc.title}\n")
+        parts.append(f"## {printable(doc.title)}\n")
 
     def figures_after(anchor: str | None) -> None:
         if figure_prefix is None:
@@ -78,9 +78,9 @@ def to_markdown(doc: Document, figure_prefix: str | None = None) -> bytes:
 
     for table in doc.readable_tables:
         if table.title:
-            parts.append(f"### {table.title}\n")
+            parts.append(f"### {printable(table.title)}\n")
         parts.append((markdown_table(shown(table)) if table.frame.height else table.empty_sentence) + "\n")
-        parts.extend(f"{note}\n" for note in table.notes)
+        parts.extend(f"{note}\n" for note in _printable_notes(table))
         figures_after(table.name)
     figures_after(None)
     return "\n".join(parts).encode()
