@@ -17,7 +17,8 @@ All solve one objective, arena-rank's defaults (``arena fit --compat arena-rank`
 rank computes its sandwich intervals too); each tool's scores are compared with a tight-tolerance reference
 (scipy L-BFGS, gtol 1e-11, on the flat counts of the same votes, untimed; up to ``--check-limit`` votes).
 Reported per row: ``x floor`` (time / the read floor of the same input), ``x flat`` (time / the same fit of the
-flat-column file) and, on the file fit, arena-rank's time / arena fit's.
+flat-column file: ``flat-parquet-hub`` for a hub-written file when the run has it, the same writer's layout of
+the same votes; else ``flat-parquet``) and, on the file fit, arena-rank's time / arena fit's.
 
     python bench/fit.py                                             # 1M votes x 300 models, every shape
     python bench/fit.py --shapes nested-parquet,flat-parquet --repeat 5
@@ -45,7 +46,7 @@ import polars as pl
 
 from measure import ARENA, byte_compile, machine, run, timed_in_turn
 from objective import FLAT_GROUPS, OUTCOMES, fit_scores, style_matrix
-from shapes import BASELINES_PYTHON, DEFAULT_SHAPES, SHAPES, Shape, ensure, parse_names, reference_path
+from shapes import BASELINES_PYTHON, DEFAULT_SHAPES, SHAPES, Shape, ensure, flat, parse_names, reference_path
 
 HERE = Path(__file__).resolve().parent
 FLOOR = [sys.executable, str(HERE / "floor.py")]
@@ -215,6 +216,10 @@ def _rss(row: dict) -> str:
     return f"> {row['rss_mb']:,}" if row["seconds"] != row["seconds"] else f"{row['rss_mb']:,}"
 
 
+#: The flat-column file of the same votes written as a shape is (see bench/shapes.py).
+FLAT_OF = {"nested-parquet-hub": "flat-parquet-hub", "texts-parquet-hub": "flat-parquet-hub"}
+
+
 def report(rows: list[dict]) -> str:
     """Markdown: per size, shape, style and source, each tool's time, peak RSS, its ratios and score gap."""
     lines = ["| votes | shape | style | source | tool | wall s | peak RSS MB | x floor | x flat | arena-rank / this | max score diff |",
@@ -222,7 +227,9 @@ def report(rows: list[dict]) -> str:
     for row in rows:
         key = {k: row[k] for k in ("votes", "models", "style")}
         floor = _find(rows, **key, shape=row["shape"], source=row["source"], tool="read floor")
-        flat = _find(rows, **key, shape="flat-parquet", source=row["source"], tool="arena fit")
+        # the same votes as flat columns, written by the same writer when the run has them (hub: 1,000-row row groups)
+        same_votes_flat = (_find(rows, **key, shape=FLAT_OF.get(row["shape"], ""), source=row["source"], tool="arena fit")
+                           or _find(rows, **key, shape="flat-parquet", source=row["source"], tool="arena fit"))
         theirs = _find(rows, **key, shape=row["shape"], source="file", tool=ARENA_RANK)
         ours = row["tool"] == "arena fit"
         timed = lambda other: other is not None and other["seconds"] == other["seconds"] and other["seconds"] > 0  # noqa: E731
@@ -230,7 +237,7 @@ def report(rows: list[dict]) -> str:
         speedup = f"{theirs['seconds'] / row['seconds']:.1f}" if ours and row["source"] == "file" and timed(row) and timed(theirs) else ""
         gap = "" if row["max_score_diff"] is None else f"{row['max_score_diff']:.4f}"
         lines.append(f"| {row['votes']:,} | {row['shape']} | {row['style']} | {row['source']} | {row['tool']} | {_seconds(row)} | "
-                     f"{_rss(row)} | {ratio(floor)} | {ratio(flat) if row['shape'] != 'flat-parquet' else ''} | {speedup} | {gap} |")
+                     f"{_rss(row)} | {ratio(floor)} | {ratio(same_votes_flat) if SHAPES[row['shape']].layout is not flat else ''} | {speedup} | {gap} |")
     return "\n".join(lines)
 
 

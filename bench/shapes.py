@@ -16,8 +16,8 @@ Shapes (``SHAPES``), by the texts they carry; files of one kind hold the same vo
   (FastChat's conversation release: ``conversation_a/b`` as ``list<struct{role, content}>``), and
   ``texts-meta-jsonl``, ``texts-meta-parquet`` with ``conv_metadata`` too.
 
-Parquet shapes are written by polars, except ``nested-parquet-hub`` and ``texts-parquet-hub``: the same rows as
-``nested-parquet`` and ``texts-parquet``, written as the Hugging Face hub's releases are (the ``datasets``
+Parquet shapes are written by polars, except ``nested-parquet-hub``, ``texts-parquet-hub`` and ``flat-parquet-hub``:
+the same rows as ``nested-parquet``, ``texts-parquet`` and ``flat-parquet``, written as the Hugging Face hub's releases are (the ``datasets``
 library: pyarrow's writer, snappy, dictionary pages for nested leaves too, row groups of 1,000 rows), whose
 footers are large and whose row groups are many (:data:`HUB_WRITER`; it needs a python with pyarrow).
 
@@ -163,6 +163,7 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("fastchat-jsonl", "none", "jsonl", fastchat, "meta", False),
     Shape("fastchat-json", "none", "json", fastchat, "meta", False),
     Shape("flat-parquet", "none", "parquet", flat, "flat", False, ids="battle_id"),
+    Shape("flat-parquet-hub", "none", "parquet", flat, "flat", False, hub=True, ids="battle_id"),
     Shape("fastchat-short-jsonl", "short", "jsonl", fastchat, "meta", True),
     Shape("texts-jsonl", "long", "jsonl", conversations(meta=False), None, True),
     Shape("texts-meta-jsonl", "long", "jsonl", conversations(meta=True), "meta", True),
@@ -173,7 +174,7 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("flat-long-parquet", "long", "parquet", flat, "flat", False, ids="battle_id"),
 )}
 #: The flat file of each kind: the counts and outcomes a reference fit reads.
-REFERENCE = {s.kind: s for s in SHAPES.values() if s.layout is flat}
+REFERENCE = {s.kind: s for s in SHAPES.values() if s.layout is flat and not s.hub}
 #: The shapes a bench runs by default (the reference files of the text kinds aside).
 DEFAULT_SHAPES = tuple(name for name, s in SHAPES.items() if s.layout is not flat or s.kind == "none")
 
