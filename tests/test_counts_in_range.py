@@ -29,7 +29,7 @@ BOUNDS = {pl.Int64: (-(2**63), 2**63 - 1), pl.Int32: (-(2**31), 2**31 - 1), pl.U
 def test_counts_are_in_range_exactly_when_no_value_is_out_of_it(tmp_path_factory, values, dtype, group, statistics):
     """Any integer type, any row groups, with the writer's statistics or without: the counts are taken as in range
     exactly when every value is in [0, MAX_COUNT] (nulls aside); and a plain lean read then skips the struct and
-    gives the battles and quarantine of a full read."""
+    gives the battles and quarantine of a full read, as a style read does."""
     low, high = BOUNDS[dtype]
     fits = [v for v in values if v is None or low <= v <= high] or [None]
     path = tmp_path_factory.mktemp("f") / "v.parquet"
@@ -43,15 +43,18 @@ def test_counts_are_in_range_exactly_when_no_value_is_out_of_it(tmp_path_factory
     plain = ["model_a", "model_b", "outcome"]
     expected = all(v is None or 0 <= v <= MAX_COUNT for v in fits)
     assert lean_parquet(path, InputOptions(), plain).counts_in_range == expected
-    lean, full = read_sources([path], columns=plain), read_sources([path])
-    assert lean.battles.equals(full.battles.select(plain))
-    assert lean.quarantine.select("source_row", "reason", "detail").equals(full.quarantine.select("source_row", "reason", "detail"))
+    full = read_sources([path])
+    for wanted in (plain, [*plain, *META_COLUMNS]):  # (a style read checks the counts it decodes instead)
+        lean = read_sources([path], columns=wanted)
+        assert lean.battles.equals(full.battles.select(wanted))
+        assert lean.quarantine.select("source_row", "reason", "detail").equals(full.quarantine.select("source_row", "reason", "detail"))
 
 
 def test_counts_that_are_not_integers_are_never_taken_as_in_range(tmp_path):
     path = tmp_path / "v.parquet"
     pl.DataFrame({"model_a": ["x"], "model_b": ["y"], "winner": ["tie"], "conv_metadata": [{"sum_assistant_a_tokens": 3.0}]}).write_parquet(path)
-    assert not lean_parquet(path, InputOptions(), ["model_a", "model_b", "outcome"]).counts_in_range
+    for wanted in (["model_a", "model_b", "outcome"], ["model_a", "model_b", "outcome", *META_COLUMNS]):
+        assert not lean_parquet(path, InputOptions(), wanted).counts_in_range
 
 
 def test_unsigned_values_past_the_signed_range_are_never_taken_as_in_range(tmp_path):
@@ -89,15 +92,15 @@ def test_conv_metadata_is_read_for_a_plain_fit_only_when_a_count_could_fail(tmp_
     assert lean.quarantine["source_row"].to_list() == [3]
 
 
-def test_a_style_read_checks_the_counts_exactly_when_one_could_fail(tmp_path):
-    """A style read (the counts wanted) reads the struct whatever its footer says: in range, it checks no row, and
-    gives a full read's battles; one count out of range, its row is quarantined as a full read quarantines it."""
+def test_a_style_read_checks_the_counts_as_they_decode(tmp_path):
+    """A style read (the counts wanted) reads the struct and takes integer counts as in range, without asking the
+    footer: in range, it gives a full read's battles; one count out of range, its row is quarantined as a full
+    read quarantines it. Counts that are not integers are checked row by row."""
     style = ["model_a", "model_b", "outcome", *META_COLUMNS]
     good = _release(tmp_path / "good.parquet", [5, 7, 0, 9])
     assert lean_parquet(good, InputOptions(), style).counts_in_range
     assert read_sources([good], columns=style).battles.equals(read_sources([good]).battles.select(style))
     bad = _release(tmp_path / "bad.parquet", [5, 7, -1, 9])
-    assert not lean_parquet(bad, InputOptions(), style).counts_in_range
     lean, full = read_sources([bad], columns=style), read_sources([bad])
     assert lean.quarantine["source_row"].to_list() == [3]
     assert lean.quarantine.select("source_row", "reason", "detail").equals(full.quarantine.select("source_row", "reason", "detail"))
@@ -131,7 +134,7 @@ def test_counts_whose_statistics_are_wrong_are_checked_as_they_decode(tmp_path):
         "conv_metadata": [{"sum_assistant_a_tokens": 123_456_789 if i == 250 else i, "header_count_a": {"h1": 1}} for i in range(n)],
     }).write_parquet(path, compression="uncompressed", statistics=True)
     _with_a_value_damaged(path, 123_456_789, -5)
-    assert lean_parquet(path, InputOptions(), style).counts_in_range  # the statistics still say so
+    assert lean_parquet(path, InputOptions(), ["model_a", "model_b", "outcome"]).counts_in_range  # the statistics still say so
     lean, full = read_sources([path], columns=style), read_sources([path])
     assert lean.quarantine["source_row"].to_list() == [251]
     assert lean.quarantine.select("source_row", "reason", "detail").equals(full.quarantine.select("source_row", "reason", "detail"))

@@ -89,8 +89,8 @@ def _number_texts(batch: pl.DataFrame, column: str) -> bool:
 def typed_meta(schema: pl.Schema, col: dict[str, str], in_range: bool = False) -> tuple[dict[str, pl.Expr], list[Check]]:
     """LMArena's per-side counts of a typed (parquet) ``conv_metadata`` struct, with their checks (see
     :func:`meta_fields`) after those of its shape (:func:`conv_metadata_shape_checks`); none when the plan maps
-    no typed ``conv_metadata``. ``in_range``: every count is known to be an integer in range (a file's footer
-    shows it), so each is taken as it is, unchecked."""
+    no typed ``conv_metadata``. ``in_range``: every count is taken as an integer in range, unchecked row by row
+    (the caller checks them otherwise: see :class:`arena_cli.io.lean.LeanParquet`)."""
     if "conv_metadata" not in col or schema[col["conv_metadata"]] == pl.String:
         return {}, []
     name = col["conv_metadata"]
@@ -113,7 +113,8 @@ def meta_fields(meta: pl.Expr, dtype: pl.DataType, name: str, in_range: bool = F
             found = field_path(meta, dtype, path)
             if found is not None:
                 value, leaf = found
-                out[f"meta_{count}_{side}"] = value.cast(pl.Int64) if in_range else whole_number(value, leaf, MAX_COUNT)
+                # (not strict: a value out of range, which a read checking the extremes then finds, would stop the read)
+                out[f"meta_{count}_{side}"] = value.cast(pl.Int64, strict=False) if in_range else whole_number(value, leaf, MAX_COUNT)
                 bad.append((QuarantineReason.WRONG_TYPE.value, is_given(value, leaf), f"meta_{count}_{side}", f"{'.'.join((name, *path))}: {COUNT}"))
     return out, bad
 

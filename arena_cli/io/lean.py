@@ -71,8 +71,10 @@ SHORT_TEXT_BYTES = 32
 @dataclass(frozen=True)
 class LeanParquet:
     """What a lean read takes from one parquet file: the columns (None: all of them, for the Kaggle dialect),
-    whether they are narrow (no texts, nothing nested but a struct of numbers), and whether the footer shows
-    every ``conv_metadata`` count in range (then no row needs its counts checked)."""
+    whether they are narrow (no texts, nothing nested but a struct of numbers), and whether the ``conv_metadata``
+    counts are taken as in range, no row checked: when they are not read, because the footer's statistics show
+    them in range (a plain read); when they are read (a style read), if they are integers, each slice's least and
+    greatest count checked instead (:func:`counts_out_of_range`; a slice that fails has its rows checked)."""
 
     schema: pl.Schema
     plan: Plan
@@ -105,8 +107,15 @@ def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> L
     plan = lean_plan(plan_for(list(schema), options, str(path)), columns)
     if plan.dialect == "kaggle":
         return LeanParquet(schema, plan, None, narrow=False, scan=scan)
-    counts_in_range = "conv_metadata" in plan.columns and _counts_in_range(scan, schema, plan.columns["conv_metadata"])
-    unread = {"conv_metadata"} if counts_in_range and not set(META_COLUMNS) & set(columns) else set()
+    meta = plan.columns.get("conv_metadata")
+    counts_wanted = bool(set(META_COLUMNS) & set(columns))
+    if meta is None:
+        counts_in_range = False
+    elif counts_wanted:  # (asking the statistics would cost 20-40 ms; the values read are checked anyway)
+        counts_in_range = count_bounds(schema, meta) is not None
+    else:
+        counts_in_range = _counts_in_range(scan, schema, meta)
+    unread = {"conv_metadata"} if counts_in_range and not counts_wanted else set()
     # a list of {role, content} messages as parquet types it fails no check (nor does a list of nulls): conversations
     # not wanted are not read to be checked (a plain fit of a log with texts reads no text)
     unread |= {f for f in ("conversation_a", "conversation_b") if f in plan.columns and f not in columns
@@ -137,8 +146,8 @@ def _counts_in_range(scan: pl.LazyFrame, schema: pl.Schema, column: str) -> bool
     Asked of polars as a query for the rows out of range, which the writer's minimum and maximum of each count per
     row group answer without decoding the struct (20 ms for 8 row groups or 100,000; the bounds typed as the leaf,
     else polars cannot compare them with the statistics). Where a row group has no statistics, or may hold a value
-    out of range, polars decodes its counts to answer. Statistics can be wrong (a damaged page under an intact
-    footer): a read that decodes the counts checks them again (:func:`counts_out_of_range`)."""
+    out of range, polars decodes its counts to answer. (A read that decodes the counts checks them as they
+    decode instead: see :class:`LeanParquet`.)"""
     bounds = count_bounds(schema, column)
     if bounds is None:
         return False
@@ -176,8 +185,8 @@ def count_bounds(schema: pl.Schema, column: str) -> list[tuple[pl.Expr, pl.Expr 
 
 def counts_out_of_range(schema: pl.Schema, column: str) -> pl.Expr:
     """Whether some count of a ``conv_metadata`` struct ``column`` in a frame is out of range, from each count's
-    minimum and maximum (a tenth of a row-by-row check's time): a read that took the counts as in range from
-    the footer's statistics (:attr:`LeanParquet.counts_in_range`) checks the values it decoded."""
+    minimum and maximum (half a row-by-row check's time): a read that takes the counts as in range
+    (:attr:`LeanParquet.counts_in_range`) checks the values it decoded."""
     bounds = count_bounds(schema, column) or []
     checks = [value.min() < low for value, low, _ in bounds if low is not None] + [value.max() > high for value, _, high in bounds if high is not None]
     return pl.any_horizontal(checks).fill_null(False) if checks else pl.lit(False)

@@ -9,6 +9,7 @@ mapped by ``map_batch`` (so only the mapped values are held for the whole file);
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,9 +85,8 @@ def _read_file(
     path: Path, lean: LeanParquet, labels: dict[str, str], columns: Sequence[str], map_batch: Callable[[Frame], Frame]
 ) -> tuple[int, pl.DataFrame, pl.DataFrame, pl.DataFrame] | None:
     """One pass over a file, a slice at a time: (rows, ids, battles taken, mapped, quarantine; see :class:`_Slice`);
-    None if a model name needs trimming or has a control character (its rows are rejected), a row not taken is
-    one that :func:`canonicalize` accepts (a label to normalise), or a count is out of range where the footer's
-    statistics said none is (a damaged page): the batch path reads such files, checking every row."""
+    None if a model name needs trimming or has a control character (its rows are rejected), or a row not taken is
+    one that :func:`canonicalize` accepts (a label to normalise): the batch path reads such files."""
     scan = lean.scan.select(lean.columns)
     rows = _collect(scan.select(pl.len()), path).item()
     size = slice_rows(rows)
@@ -128,15 +128,15 @@ def _read_slice(
     # each column's names as one list (two lists found side by side: half the time of one list of both columns')
     names = rows.select(pl.col(col[f]).unique().implode().alias(f) for f in ("model_a", "model_b"))
     as_is = rows.select(_as_is(lean, labels).alias("as_is"))
-    # counts taken unchecked because the footer shows them in range: their values, decoded, must agree
-    checked_counts = lean.counts_in_range and "conv_metadata" in col
-    out_of_range = rows.select(counts_out_of_range(lean.schema, col["conv_metadata"]) if checked_counts else pl.lit(False))
+    # counts taken as in range (see LeanParquet): checked by their extremes, and row by row in a slice that fails
+    extremes_checked = lean.counts_in_range and "conv_metadata" in col
+    out_of_range = rows.select(counts_out_of_range(lean.schema, col["conv_metadata"]) if extremes_checked else pl.lit(False))
     per_side, taken, ids, battles, counts_wrong = _collect_all([names, as_is, *_taken(rows, lean, labels, columns, map_batch), out_of_range], path)
     distinct = pl.concat([per_side[f].explode() for f in ("model_a", "model_b")]).unique().to_frame("name")
     if changed_values(distinct, "name", parse_text("name", pl.String())) is not None or distinct["name"].str.contains(CONTROL_CHARACTER).any():
         return None
     if counts_wrong.item():
-        return None
+        return _read_slice(frame, start, path, dataclasses.replace(lean, counts_in_range=False), labels, columns, map_batch)
     if taken["as_is"].all():
         return _Slice(ids, battles, empty_quarantine())
     kept = taken["as_is"]
