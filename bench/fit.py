@@ -221,23 +221,32 @@ FLAT_OF = {"nested-parquet-hub": "flat-parquet-hub", "texts-parquet-hub": "flat-
 
 
 def report(rows: list[dict]) -> str:
-    """Markdown: per size, shape, style and source, each tool's time, peak RSS, its ratios and score gap."""
-    lines = ["| votes | shape | style | source | tool | wall s | peak RSS MB | x floor | x flat | arena-rank / this | max score diff |",
-             "|---:|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    """Markdown: per size, shape, style and source, each tool's time, peak RSS, its ratios and score gap.
+
+    ``floor x flat floor``, on a read floor's row: that floor over the read floor of the same votes as flat columns
+    (F over F_flat). It bounds what the other two ratios can be together: a fit that reads each file as fast as its
+    floor and then does the same work X (the same votes, so the same fit) has x floor = (F + X) / F and x flat =
+    (F + X) / (F_flat + X); x floor ≤ 2 needs X ≤ F, x flat ≤ 1.2 needs X ≥ 5F − 6F_flat, and both hold for some
+    X only when F ≤ 1.5 F_flat."""
+    lines = ["| votes | shape | style | source | tool | wall s | peak RSS MB | x floor | x flat | floor x flat floor | arena-rank / this | max score diff |",
+             "|---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         key = {k: row[k] for k in ("votes", "models", "style")}
         floor = _find(rows, **key, shape=row["shape"], source=row["source"], tool="read floor")
         # the same votes as flat columns, written by the same writer when the run has them (hub: 1,000-row row groups)
-        same_votes_flat = (_find(rows, **key, shape=FLAT_OF.get(row["shape"], ""), source=row["source"], tool="arena fit")
-                           or _find(rows, **key, shape="flat-parquet", source=row["source"], tool="arena fit"))
+        flat_shape = next((s for s in (FLAT_OF.get(row["shape"], ""), "flat-parquet") if _find(rows, **key, shape=s, source=row["source"], tool="arena fit")), "")
+        same_votes_flat = _find(rows, **key, shape=flat_shape, source=row["source"], tool="arena fit")
+        flat_floor = _find(rows, **key, shape=flat_shape, source=row["source"], tool="read floor")
         theirs = _find(rows, **key, shape=row["shape"], source="file", tool=ARENA_RANK)
         ours = row["tool"] == "arena fit"
         timed = lambda other: other is not None and other["seconds"] == other["seconds"] and other["seconds"] > 0  # noqa: E731
         ratio = lambda base: f"{row['seconds'] / base['seconds']:.2f}" if ours and timed(row) and timed(base) else ""  # noqa: E731
         speedup = f"{theirs['seconds'] / row['seconds']:.1f}" if ours and row["source"] == "file" and timed(row) and timed(theirs) else ""
         gap = "" if row["max_score_diff"] is None else f"{row['max_score_diff']:.4f}"
+        of_flat = SHAPES[row["shape"]].layout is not flat
+        floors = f"{row['seconds'] / flat_floor['seconds']:.2f}" if of_flat and row["tool"] == "read floor" and timed(row) and timed(flat_floor) else ""
         lines.append(f"| {row['votes']:,} | {row['shape']} | {row['style']} | {row['source']} | {row['tool']} | {_seconds(row)} | "
-                     f"{_rss(row)} | {ratio(floor)} | {ratio(same_votes_flat) if SHAPES[row['shape']].layout is not flat else ''} | {speedup} | {gap} |")
+                     f"{_rss(row)} | {ratio(floor)} | {ratio(same_votes_flat) if of_flat else ''} | {floors} | {speedup} | {gap} |")
     return "\n".join(lines)
 
 
