@@ -301,16 +301,17 @@ def test_messages_and_tables_show_control_characters_as_escapes(tmp_path):
     assert missing.exit_code != 0 and "\x1b" not in missing.stderr and r"mod\x1bel_b" in missing.stderr
     # a library caller's frame is not checked, but its table shows the name as escapes
     from arena_cli import FitOptions, fit
+    from arena_cli.render.html import to_html
     from arena_cli.render.text import to_markdown, to_table_text
 
     frame = pl.DataFrame(_with_control_names(votes(300))).rename({"winner": "outcome"})
     document = fit(frame, FitOptions(ci="none", min_battles=1)).to_document()
-    for text in (to_table_text(document).decode(), to_markdown(document).decode()):
+    for text in (to_table_text(document).decode(), to_markdown(document).decode(), to_html(document).decode()):
         assert "\x1b" not in text and "\x00" not in text and r"m\x1b]0;pwned\x07" in text and r"m\x003" in text
     # titles and notes too (a note may name a model)
     titled = dataclasses.replace(document, title="board \x1b[2J", tables=tuple(
         dataclasses.replace(t, title=f"{t.title} \x1b[2J", notes=("m\x1b]0;pwned\x07 left out",)) for t in document.tables))
-    for text in (to_table_text(titled).decode(), to_markdown(titled).decode()):
+    for text in (to_table_text(titled).decode(), to_markdown(titled).decode(), to_html(titled).decode()):
         assert "\x1b" not in text and r"\x1b[2J" in text and r"m\x1b]0;pwned\x07 left out" in text
 
 

@@ -186,8 +186,8 @@ def _collect(query: pl.LazyFrame, path: Path) -> pl.DataFrame:
 
 def _typed_fields(lean: LeanParquet) -> tuple[dict[str, pl.Expr], list[Check]]:
     """The typed fields of a file (those of :func:`field_exprs` and a ``conv_metadata`` struct's counts) with their
-    checks; none for counts the footer shows in range (no row can fail them, and checking them costs a pass over
-    the struct)."""
+    checks; none for counts taken as in range (see :class:`LeanParquet`: each slice's extremes are checked instead,
+    half the time of a check row by row)."""
     fields, checks = field_exprs(lean.schema, lean.plan.columns, lean.plan.extras)
     meta, meta_checks = typed_meta(lean.schema, lean.plan.columns, lean.counts_in_range)
     return {**fields, **meta}, [*checks, *([] if lean.counts_in_range else meta_checks)]

@@ -6,6 +6,7 @@ import json
 import re
 from html import escape
 
+from arena_cli.console import printable
 from arena_cli.render.display import Cell, json_value, shown
 from arena_cli.render.document import Document, Figure, Table
 
@@ -27,6 +28,12 @@ details pre { background: #f6f8fa; padding: .5rem; font-size: .8rem; overflow-x:
 """.strip()
 
 
+def _text(text: str) -> str:
+    """A title, note or caption as page text: markup escaped, and control characters as ``\\xNN`` escapes, as the
+    text and markdown formats show them (a note may name a model from a library caller's frame)."""
+    return escape(printable(text))
+
+
 def _cell(cell: Cell, numeric: bool) -> str:
     text = escape(cell.text)
     if cell.change:
@@ -39,9 +46,9 @@ def _cell(cell: Cell, numeric: bool) -> str:
 
 
 def _table(table: Table) -> list[str]:
-    heading = f'<h2 id="{escape(table.name)}">{escape(table.title or table.name)}</h2>'
+    heading = f'<h2 id="{escape(table.name)}">{_text(table.title or table.name)}</h2>'
     if not table.frame.height:
-        return [heading, f'<p class="empty">{escape(table.empty_sentence)}</p>', *(f'<p class="note">{escape(note)}</p>' for note in table.notes)]
+        return [heading, f'<p class="empty">{_text(table.empty_sentence)}</p>', *(f'<p class="note">{_text(note)}</p>' for note in table.notes)]
     view = shown(table)
     out = [heading, "<table>", "<thead><tr>"]
     out.append("".join(f"<th>{escape(h)}</th>" for h in view.headers))
@@ -49,7 +56,7 @@ def _table(table: Table) -> list[str]:
     out.append("<tbody>")
     out.extend("<tr>" + "".join(_cell(c, n) for c, n in zip(row, view.numeric)) + "</tr>" for row in view.rows)
     out.append("</tbody></table>")
-    out.extend(f'<p class="note">{escape(note)}</p>' for note in table.notes)
+    out.extend(f'<p class="note">{_text(note)}</p>' for note in table.notes)
     return out
 
 
@@ -70,9 +77,9 @@ def _figure(figure: Figure) -> list[str]:
     from arena_cli.render.figures import svg_text
 
     svg = inline_svg(svg_text(figure), f"fig-{figure.name}-")
-    out = [f'<h2 id="{escape(figure.name)}">{escape(figure.title)}</h2>', "<figure>", svg]
+    out = [f'<h2 id="{escape(figure.name)}">{_text(figure.title)}</h2>', "<figure>", svg]
     if figure.caption:
-        out.append(f"<figcaption>{escape(figure.caption)}</figcaption>")
+        out.append(f"<figcaption>{_text(figure.caption)}</figcaption>")
     out.append("</figure>")
     return out
 
@@ -80,7 +87,7 @@ def _figure(figure: Figure) -> list[str]:
 def to_html(doc: Document) -> bytes:
     """Tables in order, each figure after the table it names, the settings (``meta``) at the end."""
     title = doc.title or doc.kind
-    body = [f"<h1>{escape(title)}</h1>"]
+    body = [f"<h1>{_text(title)}</h1>"]
     for table in doc.readable_tables:
         body.extend(_table(table))
         for figure in doc.figures:
@@ -98,7 +105,7 @@ def to_html(doc: Document) -> bytes:
         "<head>",
         '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{escape(title)}</title>",
+        f"<title>{_text(title)}</title>",
         f"<style>\n{_STYLE}\n</style>",
         "</head>",
         "<body>",

@@ -43,7 +43,7 @@ def to_csv(doc: Document) -> bytes:
 
 
 def _markdown_cell(cell: Cell) -> str:
-    text = cell.text.replace("|", "\\|").replace("\n", " ")
+    text = cell.text.replace("|", "\\|")  # (a line break is an escape already: see display.shown)
     return f"**{text}**" if cell.strong and text else text
 
 
