@@ -79,10 +79,17 @@ def test_precomputed_counts_are_used_where_a_battle_has_them(log, tmp_path):
     assert coefficients(texts) == coefficients(fit(str(texts_only)))
 
 
-def test_a_store_fit_prefers_precomputed_counts_as_a_file_fit_does(log, tmp_path):
+@pytest.mark.parametrize("cached", [True, False], ids=["features-cached", "nothing-cached"])
+@pytest.mark.parametrize("texts", [True, False], ids=["some-texts", "no-texts"])
+def test_a_store_fit_prefers_precomputed_counts_as_a_file_fit_does(log, tmp_path, cached, texts):
+    """A battle with only conv_metadata takes its counts under either --counts, from a store as from the file, with
+    its features cached by `arena features` or not (then computed part by part)."""
+    if not texts:
+        write(log, [vote(i, texts=False) for i in range(60)])
     store = Store.open(tmp_path / "store", create=True)
     ingest_to_store(store, [log])
-    update_store_features(store)
+    if cached:
+        update_store_features(store)
     for counts in ("precomputed", "texts"):
         assert coefficients(fit("-s", str(store.root), "--counts", counts)) == coefficients(fit(str(log), "--counts", counts))
 

@@ -89,7 +89,9 @@ def load_fit_battles(
         given = [*(c for c in columns if c not in feature_columns), *meta.values()]
         counted = (lambda part: map_batch(_with_meta(part, meta))) if map_batch is not None else (lambda part: _with_meta(part, meta))
         return load_battle_parts(source, filters, columns=given, map_batch=counted)
-    columns += ["battle_id", "content_hash", *(meta.values() if meta is not None else ())]  # cached, or computed from the store's own texts
+    # cached, or computed from the store's own texts; a battle without texts takes its conv_metadata counts, whichever
+    # --counts asked for (as a file's battle does)
+    columns += ["battle_id", "content_hash", *META_COLUMNS]
     from arena_cli.features.cache import CachedCounts
 
     cached = CachedCounts.of(opened, needed, features.recipe, features.encoding)
