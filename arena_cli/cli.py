@@ -42,9 +42,10 @@ def guarded(command: Callable) -> Callable:
                 raise
             _error(str(error))
             raise typer.Exit(int(error.exit_code)) from None
-        except Exception as error:
-            # exits and usage errors belong to the command-line layer (typer, or the click of older typers)
-            if type(error).__module__.split(".")[0] in ("typer", "click"):
+        except BaseException as error:
+            # exits and usage errors belong to the command-line layer (typer, or the click of older typers); an
+            # interrupt or exit is no error; a panic in polars' Rust code (PanicException, a BaseException) is one
+            if type(error).__module__.split(".")[0] in ("typer", "click") or not isinstance(error, Exception) and type(error).__module__ != "pyo3_runtime":
                 raise
             if os.environ.get("ARENA_DEBUG"):
                 if not isinstance(error, EOFError):

@@ -315,6 +315,95 @@ def test_messages_and_tables_show_control_characters_as_escapes(tmp_path):
         assert "\x1b" not in text and r"\x1b[2J" in text and r"m\x1b]0;pwned\x07 left out" in text
 
 
+def test_a_panic_in_polars_is_one_line_and_exit_1(monkeypatch, tmp_path):
+    """polars' PanicException is a BaseException: a bug, reported as any other (not a traceback)."""
+    from arena_cli import api
+
+    panic = type("PanicException", (BaseException,), {"__module__": "pyo3_runtime"})
+
+    def broken(*args, **kwargs):
+        raise panic("not yet implemented: something\nmore lines")
+
+    monkeypatch.setattr(api, "describe", broken)
+    path = tmp_path / "v.jsonl"
+    path.write_bytes(jsonl(votes(10)))
+    result = arena("info", path, env={"ARENA_DEBUG": ""})
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [
+        "error: internal error, a bug in arena-cli: PanicException: not yet implemented: something (ARENA_DEBUG=1 shows the traceback)"]
+
+
+# -- typed columns polars cannot convert or write ---------------------------------------------------------
+
+def _typed_log(path, **columns: pl.Series) -> str:
+    """A parquet log of three battles (a, b, c: each pair once, no model unbeaten) with these extra columns."""
+    pl.DataFrame({"question_id": ["q1", "q2", "q3"], "model_a": ["a", "b", "c"], "model_b": ["b", "c", "a"],
+                  "winner": ["model_a", "model_a", "model_a"], **columns}).write_parquet(path)
+    return str(path)
+
+
+def _quarantine(store) -> list[tuple[int, str, str]]:
+    parts = Store.open(store).parts("quarantine")
+    if not parts:
+        return []
+    rows = pl.scan_parquet(parts).collect()
+    return sorted(zip(rows["source_row"], rows["reason"], rows["detail"]))
+
+
+FAR = 2**62  # milliseconds: some 146 million years from 1970
+TYPED = {
+    "time out of range (ms)": ({"tstamp": pl.Series([1, 2, FAR]).cast(pl.Datetime("ms"))}, [(3, "wrong_type", "tstamp: not a valid timestamp")]),
+    "time out of range, before": ({"tstamp": pl.Series([1, -FAR, 2]).cast(pl.Datetime("ms", "UTC"))}, [(2, "wrong_type", "tstamp: not a valid timestamp")]),
+    "date out of range": ({"tstamp": pl.Series([1, 2, 2**31 - 1], dtype=pl.Int32).cast(pl.Date)}, [(3, "wrong_type", "tstamp: not a valid timestamp")]),
+    "a duration as the time": ({"tstamp": pl.Series([1, None, 3]).cast(pl.Duration("ms"))}, [(1, "wrong_type", "tstamp: not a valid timestamp"), (3, "wrong_type", "tstamp: not a valid timestamp")]),
+    "an extra date out of range": ({"seen": pl.Series([1, 2**31 - 1, None], dtype=pl.Int32).cast(pl.Date)}, [(2, "wrong_type", "seen: a date or time outside the years 1 to 9999")]),
+    "bytes and durations as extras": ({"blob": pl.Series([b"x", b"\xff\x00", None]), "blobs": pl.Series([[b"\xff"], [], None]),
+                                       "took": pl.Series([1500, None, 3]).cast(pl.Duration("ms"))}, []),
+    "a model name of bytes": ({"model_a": pl.Series([b"a", b"\xffb", b"c"])}, [(2, "wrong_type", "model_a: bytes that are not UTF-8")]),
+    "a model name that is an object": ({"model_b": pl.Series([{"n": 1}, None, {"n": 3}])}, [
+        (1, "wrong_type", "model_b: a list or an object, not text"), (2, "missing_model", "model_a or model_b is missing or empty"),
+        (3, "wrong_type", "model_b: a list or an object, not text")]),
+}
+
+
+@pytest.mark.parametrize("case", TYPED)
+def test_typed_columns_polars_cannot_convert_are_rejected_or_kept_as_text(tmp_path, case):
+    """A date or time past the years 1 to 9999 (polars panics converting some), a time of another type, bytes that
+    are no UTF-8 name, or a nested name reject their row as a wrong type; bytes and durations in other columns are
+    kept as text. Ingest and a fit of the file agree."""
+    columns, rejected = TYPED[case]
+    path = _typed_log(tmp_path / "v.parquet", **columns)
+    ingested = arena("ingest", path, "--store", tmp_path / "s", env={"ARENA_DEBUG": ""})
+    assert ingested.exit_code == 0, ingested.output
+    assert [(row, reason, detail[: len(want)]) for (row, reason, detail), (_, _, want) in zip(_quarantine(tmp_path / "s"), rejected)] == rejected
+    assert len(_quarantine(tmp_path / "s")) == len(rejected)
+    exported = arena("export", "--store", tmp_path / "s", "-o", tmp_path / "all.csv")
+    assert exported.exit_code == 0, exported.output
+    if case == "bytes and durations as extras":
+        stored = pl.read_csv(tmp_path / "all.csv")
+        assert stored["blob"].to_list() == ["78", "ff00", None] and stored["took"].to_list() == ["PT1.5S", None, "PT0.003S"]
+    quarantine = arena("export", "--store", tmp_path / "s", "--table", "quarantine", "-o", tmp_path / "q.jsonl")
+    assert quarantine.exit_code == 0, quarantine.output
+    if len(rejected) == 3:
+        return
+    from_file = arena("fit", path, "--ci", "none", "--min-battles", "1", "-f", "json")
+    from_store = arena("fit", "-s", tmp_path / "s", "--ci", "none", "--min-battles", "1", "-f", "json")
+    assert from_file.exit_code == from_store.exit_code, (from_file.output, from_store.output)
+    if from_file.exit_code == 0:
+        assert json.loads(from_file.stdout)["tables"]["leaderboard"] == json.loads(from_store.stdout)["tables"]["leaderboard"]
+
+
+def test_a_json_time_past_the_year_9999_is_a_wrong_type(tmp_path):
+    """Milliseconds past the year 9999 (but within 64 bits of microseconds) reject their row, as polars panics
+    converting some of them."""
+    rows = votes(20)
+    rows[3]["tstamp"], rows[5]["tstamp"] = 9_100_000_000_000_000, -9_100_000_000_000_000
+    path = _write(tmp_path / "v.jsonl", jsonl(rows))
+    ingested = arena("ingest", path, "--store", tmp_path / "s", env={"ARENA_DEBUG": ""})
+    assert ingested.exit_code == 0, ingested.output
+    assert [(row, reason) for row, reason, _ in _quarantine(tmp_path / "s")] == [(4, "wrong_type"), (6, "wrong_type")]
+
+
 # -- empty files: an empty log ------------------------------------------------------------------------------
 
 EMPTY = {"v.jsonl": b"", "blank.jsonl": b"\n  \n", "v.csv": b"", "header.csv": b"model_a,model_b,winner\n", "v.json": b"",

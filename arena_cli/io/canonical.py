@@ -27,6 +27,9 @@ from arena_cli.io.fields import (
     parse_timestamp,
     parse_turn,
     parse_weight,
+    physical_range,
+    not_text,
+    without_bytes,
     typed_conversation,
     whole_number,
 )
@@ -59,7 +62,7 @@ def field_exprs(
     parsed once per distinct value, and text timestamps that are all numbers skip the date formats: a JSON log
     gives these as text, and parsing them row by row cost a JSON fit more than its battles' other fields."""
     out: dict[str, pl.Expr] = {}
-    bad: list[Check] = feature_checks(schema, extras)
+    bad: list[Check] = [*feature_checks(schema, extras), *time_checks(schema, extras)]
     parsers = {"weight": parse_weight, "timestamp": parse_timestamp, "turn": parse_turn, "anony": parse_boolean, **{c: parse_count for c in META_COLUMNS}}
     for name, parse in parsers.items():
         if name not in col:
@@ -142,13 +145,34 @@ def feature_checks(schema: pl.Schema, extras: Sequence[str]) -> list[Check]:
 
 def extra_exprs(schema: pl.Schema, plan: Plan) -> dict[str, pl.Expr]:
     """The source columns no field takes, kept under their names (``extra_<name>`` where a name is canonical)."""
-    extras: dict[str, pl.Expr] = {}
-    for name in plan.extras:
-        target = name if name not in BATTLE_SCHEMA else f"extra_{name}"
-        # Nested extras are kept as exact JSON text: their inferred types vary from batch to batch (and a
-        # batch read line by line gives text), and store parts must agree on each column's type.
-        extras[target] = json_text(pl.col(name)) if schema[name].is_nested() else pl.col(name)
-    return extras
+    return {name if name not in BATTLE_SCHEMA else f"extra_{name}": _extra_value(name, schema[name]) for name in plan.extras}
+
+
+def _extra_value(name: str, dtype: pl.DataType) -> pl.Expr:
+    """An extra column as the store keeps it. Nested extras are exact JSON text: their inferred types vary from
+    batch to batch (and a batch read line by line gives text), and store parts must agree on each column's type.
+    Bytes are hex text and durations ISO 8601 text (``PT1.5S``), which every export format can write; a date or
+    time outside the years 1 to 9999 rejects its row (:func:`time_checks`)."""
+    value = pl.col(name)
+    if dtype.is_nested():
+        return json_text(without_bytes(value, dtype))
+    if dtype == pl.Binary:
+        return value.bin.encode("hex")
+    if isinstance(dtype, pl.Duration):
+        return value.dt.to_string()
+    if dtype == pl.Date or isinstance(dtype, pl.Datetime):
+        return pl.when(value.to_physical().is_between(*physical_range(dtype))).then(value)
+    return value
+
+
+def time_checks(schema: pl.Schema, extras: Sequence[str]) -> list[Check]:
+    """A row whose extra date or time is outside the years 1 to 9999 has a wrong type (damage, or a wrong unit; polars
+    cannot convert some such times, and the store keeps the column as it is)."""
+    return [
+        (QuarantineReason.WRONG_TYPE.value, pl.col(name).is_not_null() & ~pl.col(name).to_physical().is_between(*physical_range(schema[name])), None,
+         f"{name}: a date or time outside the years 1 to 9999")
+        for name in extras if schema[name] == pl.Date or isinstance(schema[name], pl.Datetime)
+    ]
 
 
 def numeric_extras(frame: pl.DataFrame) -> pl.DataFrame:
@@ -189,6 +213,7 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
     schema = batch.schema
     col = plan.columns
     out: dict[str, pl.Expr] = {}
+    names_not_text = {name: found for name in ("model_a", "model_b") if (found := not_text(col[name], schema[col[name]])) is not None}
     for name in ("model_a", "model_b"):
         out[name] = by_distinct(batch, col[name], parse_text(col[name], schema[col[name]]))
 
@@ -247,6 +272,8 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
     else:
         winner_detail = pl.concat_str(pl.lit("unknown winner label "), pl.format('"{}"', label.fill_null("")), pl.lit(" (map it with --winner-map LABEL=OUTCOME)"))
     checks: list[tuple[str, pl.Expr, pl.Expr]] = [  # (reason, condition on the computed columns, detail), first match wins
+        *[(QuarantineReason.WRONG_TYPE.value, pl.col(f"__{name}_not_text"), pl.lit(f"{name}: {what}"))
+          for name, (_, what) in names_not_text.items()],
         (QuarantineReason.MISSING_MODEL.value, pl.col("model_a").is_null() | pl.col("model_b").is_null(), pl.lit("model_a or model_b is missing or empty")),
         *[(QuarantineReason.WRONG_TYPE.value, pl.col(name).is_in(unprintable), pl.lit(f"{name}: a control character in the model name"))
           for name in ("model_a", "model_b") if (unprintable := control_names(batch, col[name]))],
@@ -265,9 +292,10 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
         id_expr(schema, col).alias("battle_id"),
         pl.col(ROW).alias("source_row"),
         *[flag.fill_null(False).alias(f"__flag{i}") for i, (_, flag, _, _) in enumerate(bad)],
+        *[flag.fill_null(False).alias(f"__{name}_not_text") for name, (flag, _) in names_not_text.items()],
         *([pl.col(RAW)] if RAW in batch.columns else []),
     ).with_columns(failed.alias("__failed"), pl.lit(source).alias("source_file"))
-    helpers = [f"__flag{i}" for i in range(len(bad))]
+    helpers = [f"__flag{i}" for i in range(len(bad))] + [f"__{name}_not_text" for name in names_not_text]
 
     rejected = frame.filter(pl.col("__failed").is_not_null())
     if rejected.height:
@@ -338,8 +366,18 @@ def conv_metadata_problem(text: str, column: str) -> str:
 
 def raw_records(batch: pl.DataFrame, rows: pl.Series) -> pl.Series:
     """The original record as JSON text, for quarantined rows of typed sources (parquet)."""
-    picked = batch.join(pl.DataFrame({ROW: rows}), on=ROW, how="semi", maintain_order="left")
-    return picked.select(pl.struct(pl.exclude(ROW)).struct.json_encode().alias("raw"))["raw"]
+    picked = batch.join(pl.DataFrame({ROW: rows}), on=ROW, how="semi", maintain_order="left").drop(ROW)
+    return picked.select(pl.struct(_json_ready(picked[name]) for name in picked.columns).struct.json_encode().alias("raw"))["raw"]
+
+
+def _json_ready(values: pl.Series) -> pl.Expr:
+    """A column as JSON can hold it: bytes as hex text (polars cannot write bytes as JSON), and a date or time
+    outside the years 1 to 9999 (damage, or a wrong unit) as the number the file stores, for every row, as polars
+    cannot write some such times."""
+    column = pl.col(values.name)
+    if values.dtype in (pl.Date, pl.Datetime) and not values.to_physical().is_between(*physical_range(values.dtype)).all():
+        return column.to_physical()
+    return without_bytes(column, values.dtype)
 
 
 def align(frame: pl.DataFrame, plan: Plan) -> pl.DataFrame:

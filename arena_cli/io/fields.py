@@ -17,15 +17,66 @@ from arena_cli.schema import BATTLE_SCHEMA, CONVERSATION, meta_paths
 
 
 def parse_text(col: str, dtype: pl.DataType) -> pl.Expr:
-    """A field as trimmed text; empty text is absent, as an empty CSV cell is."""
+    """A field as trimmed text; empty text is absent, as an empty CSV cell is. Bytes are decoded as UTF-8 (null
+    where they are not UTF-8), a duration is ISO 8601 text (``PT1.5S``), a nested value JSON text."""
     expr = pl.col(col)
     if dtype == pl.String:
         expr = expr.str.strip_chars()
     elif dtype.is_nested():
-        expr = pl.struct(expr).struct.json_encode()
+        expr = json_text(without_bytes(expr, dtype))
+    elif dtype == pl.Binary:
+        expr = expr.map_batches(_utf8_text, return_dtype=pl.String)
+    elif isinstance(dtype, pl.Duration):
+        expr = expr.dt.to_string()
     else:
         expr = expr.cast(pl.String)
     return expr.replace("", None)
+
+
+def _utf8_text(values: pl.Series) -> pl.Series:
+    """Bytes as UTF-8 text, null where they are not (decoded one by one only in a column that has such bytes)."""
+    try:
+        return values.cast(pl.String)
+    except pl.exceptions.ComputeError:
+        return pl.Series(values.name, [_decoded(v) for v in values.to_list()], dtype=pl.String)
+
+
+def _decoded(value: bytes | None) -> str | None:
+    try:
+        return None if value is None else value.decode()
+    except UnicodeDecodeError:
+        return None
+
+
+def not_text(col: str, dtype: pl.DataType) -> tuple[pl.Expr, str] | None:
+    """For a field that must be text (a model name): per row, whether its value is present but no text (a list
+    or an object; bytes that are not UTF-8), and what it is; None for a type whose values are all text."""
+    if dtype.is_nested():
+        return pl.col(col).is_not_null(), "a list or an object, not text"
+    if dtype == pl.Binary:
+        return pl.col(col).is_not_null() & parse_text(col, dtype).is_null() & (pl.col(col).bin.size() > 0), "bytes that are not UTF-8"
+    return None
+
+
+def without_bytes(value: pl.Expr, dtype: PolarsDataType) -> pl.Expr:
+    """``value`` with every bytes value in it (nested ones too) as hex text: polars cannot write bytes as JSON."""
+    if not _holds_bytes(dtype):
+        return value
+    if dtype == pl.Binary:
+        return value.bin.encode("hex")
+    if isinstance(dtype, (pl.List, pl.Array)):
+        return value.cast(pl.List(dtype.inner)).list.eval(without_bytes(pl.element(), dtype.inner))
+    assert isinstance(dtype, pl.Struct)
+    fields = pl.struct(without_bytes(value.struct.field(f.name), f.dtype).alias(f.name) for f in dtype.fields)
+    return pl.when(value.is_not_null()).then(fields)
+
+
+def _holds_bytes(dtype: PolarsDataType) -> bool:
+    if isinstance(dtype, pl.Struct):
+        return any(_holds_bytes(f.dtype) for f in dtype.fields)
+    if isinstance(dtype, (pl.List, pl.Array)):
+        return _holds_bytes(dtype.inner)
+    return dtype == pl.Binary
 
 
 #: A character no model name has: a C0 or C1 control character (a NUL, an escape, a line break or tab within the
@@ -45,18 +96,25 @@ def control_names(batch: pl.DataFrame, column: str) -> list[str]:
 
 def parse_timestamp(col: str, dtype: pl.DataType, texts: bool = True) -> pl.Expr:
     """A timestamp as UTC: a datetime, unix seconds or milliseconds (a number, or number text), or ISO 8601
-    text. ``texts=False``: the caller knows every value given is number text, as written, so the trimming and the
-    seven date formats are skipped (they cost twice what the numbers do)."""
-    if isinstance(dtype, pl.Datetime):
-        return pl.col(col).dt.replace_time_zone(None).dt.replace_time_zone("UTC").cast(BATTLE_SCHEMA["timestamp"]) if dtype.time_zone is None else pl.col(col).dt.convert_time_zone("UTC").cast(BATTLE_SCHEMA["timestamp"])
+    text; null outside the years 1 to 9999 (see :data:`TIMESTAMP_RANGE`). ``texts=False``: the caller knows every
+    value given is number text, as written, so the trimming and the seven date formats are skipped (they cost twice
+    what the numbers do)."""
+    if dtype == pl.Date or isinstance(dtype, pl.Datetime):
+        # (out of range masked first: polars panics converting such a time)
+        value = pl.when(pl.col(col).to_physical().is_between(*physical_range(dtype))).then(pl.col(col))
+        if not isinstance(dtype, pl.Datetime):  # a date: midnight UTC
+            return value.cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
+        return value.dt.replace_time_zone(None).dt.replace_time_zone("UTC").cast(BATTLE_SCHEMA["timestamp"]) if dtype.time_zone is None else value.dt.convert_time_zone("UTC").cast(BATTLE_SCHEMA["timestamp"])
+    if isinstance(dtype, pl.Duration) or dtype == pl.Binary or dtype.is_nested():  # no time
+        return pl.lit(None, BATTLE_SCHEMA["timestamp"])
     if dtype.is_numeric():
         seconds = pl.col(col).cast(pl.Float64)
     elif not texts:
         seconds = pl.col(col).cast(pl.Float64, strict=False)
     else:
         seconds = pl.col(col).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
-    micros = pl.when(seconds.abs() < 1e11).then(seconds * 1e6).otherwise(seconds * 1e3)
-    from_epoch = micros.round(0).cast(pl.Int64, strict=False).cast(BATTLE_SCHEMA["timestamp"])
+    micros = pl.when(seconds.abs() < 1e11).then(seconds * 1e6).otherwise(seconds * 1e3).round(0).cast(pl.Int64, strict=False)
+    from_epoch = pl.when(micros.is_between(*TIMESTAMP_RANGE)).then(micros).cast(BATTLE_SCHEMA["timestamp"])
     if dtype.is_numeric() or not texts:
         return from_epoch
     text = pl.when(seconds.is_null()).then(pl.col(col).cast(pl.String).str.strip_chars())  # a number is no date text: parsed once
@@ -65,6 +123,23 @@ def parse_timestamp(col: str, dtype: pl.DataType, texts: bool = True) -> pl.Expr
         "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d",
     )]
     return pl.coalesce([from_epoch, *parsed])
+
+
+#: The timestamps taken, in microseconds from the epoch: 0001-01-01 to 9999-12-31 (UTC), the years ISO 8601 text
+#: and Python's datetime hold; a time past them is damage or a wrong unit (and polars cannot convert some).
+TIMESTAMP_RANGE = (-62_135_596_800_000_000, 253_402_300_799_999_999)
+
+
+def physical_range(dtype: pl.DataType) -> tuple[int, int]:
+    """The stored numbers of a date or datetime type that are times within :data:`TIMESTAMP_RANGE` (whole units)."""
+    if dtype == pl.Date:
+        return -719_162, 2_932_896  # days from the epoch to 0001-01-01 and to 9999-12-31
+    low, high = TIMESTAMP_RANGE
+    unit = dtype.time_unit if isinstance(dtype, pl.Datetime) else None
+    if unit == "ms":
+        return -(-low // 1000), high // 1000
+    per_micro = 1000 if unit == "ns" else 1
+    return max(low * per_micro, -(2**63)), min(high * per_micro, 2**63 - 1)
 
 
 #: The largest count read: a JSON or CSV number is read as a double, which holds every whole number up to here

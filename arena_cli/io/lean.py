@@ -46,13 +46,15 @@ def select_wanted(frame: FrameT, columns: Sequence[str], plan: Plan | None = Non
     return frame.select([c for c in columns if c in names and not (unweighted and c == "weight")])
 
 
-def lean_plan(plan: Plan, columns: Sequence[str]) -> Plan:
-    """The plan restricted to the validated fields, the ids and the wanted columns (arena dialect)."""
+def lean_plan(plan: Plan, columns: Sequence[str], schema: pl.Schema | None = None) -> Plan:
+    """The plan restricted to the validated fields, the ids and the wanted columns (arena dialect); and the extras
+    that can reject a row, which ``schema`` (a typed source's) shows: a date or time (see ``canonical.time_checks``)."""
     if plan.dialect == "kaggle":
         return plan
     keep = {*VALIDATED, "battle_id", *columns}
     fields = {name: source for name, source in plan.columns.items() if name in keep}
-    extras = tuple(e for e in plan.extras if e in keep or f"extra_{e}" in keep)
+    checked = {e for e in plan.extras if schema is not None and e in schema and (schema[e] == pl.Date or isinstance(schema[e], pl.Datetime))}
+    extras = tuple(e for e in plan.extras if e in keep or f"extra_{e}" in keep or e in checked)
     return Plan(plan.dialect, fields, extras)
 
 
@@ -104,7 +106,7 @@ def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> L
     """What a lean read wanting ``columns`` reads of a parquet file, decided from its schema (and footer) alone."""
     scan = scan_parquet(path)
     schema = parquet_schema(path, scan)
-    plan = lean_plan(plan_for(list(schema), options, str(path)), columns)
+    plan = lean_plan(plan_for(list(schema), options, str(path)), columns, schema)
     if plan.dialect == "kaggle":
         return LeanParquet(schema, plan, None, narrow=False, scan=scan)
     meta = plan.columns.get("conv_metadata")
@@ -120,10 +122,10 @@ def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> L
     # not wanted are not read to be checked (a plain fit of a log with texts reads no text)
     unread |= {f for f in ("conversation_a", "conversation_b") if f in plan.columns and f not in columns
                and typed_conversation(plan.columns[f], schema[plan.columns[f]]) is not None}
-    # nor does a parquet time of microseconds or nanoseconds (read as microseconds in UTC: never out of range;
-    # milliseconds, multiplied, could be)
+    # nor does a parquet time of nanoseconds (64 bits of them span the years 1677 to 2262, within the years taken;
+    # microseconds and milliseconds can pass the year 9999)
     time = schema[plan.columns["timestamp"]] if "timestamp" in plan.columns else None
-    if "timestamp" not in columns and isinstance(time, pl.Datetime) and time.time_unit in ("us", "ns"):
+    if "timestamp" not in columns and isinstance(time, pl.Datetime) and time.time_unit == "ns":
         unread.add("timestamp")
     if unread:  # read only to be checked, and no row can fail its checks: not read at all
         plan = Plan(plan.dialect, {k: v for k, v in plan.columns.items() if k not in unread}, plan.extras)

@@ -200,7 +200,7 @@ def _validated(
             plan = plan_for(raw.frame.columns, options, str(path), previous=plan)
             summary.id_column = plan.columns.get("battle_id")
             rows = align(raw.frame, plan)
-            accepted, invalid = canonicalize(rows, plan if columns is None else lean_plan(plan, columns), labels, str(path))
+            accepted, invalid = canonicalize(rows, plan if columns is None else lean_plan(plan, columns, rows.schema), labels, str(path))
             summary.quarantined.update(invalid["reason"].to_list())
             yield summary, rows, accepted, pl.concat([raw.rejected, invalid])
     if not batches:
