@@ -406,8 +406,16 @@ def test_a_json_time_past_the_year_9999_is_a_wrong_type(tmp_path):
 
 # -- empty files: an empty log ------------------------------------------------------------------------------
 
+def _parquet_of(frame: pl.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.write_parquet(buffer)
+    return buffer.getvalue()
+
+
 EMPTY = {"v.jsonl": b"", "blank.jsonl": b"\n  \n", "v.csv": b"", "header.csv": b"model_a,model_b,winner\n", "v.json": b"",
-         "array.json": b"[]", "v.jsonl.gz": b"", "empty-member.jsonl.gz": gzip.compress(b"")}
+         "array.json": b"[]", "v.jsonl.gz": b"", "empty-member.jsonl.gz": gzip.compress(b""),
+         # a parquet file of no rows, whatever its columns (a fit read only the columns it needs, and asked for them first)
+         "no-columns.parquet": _parquet_of(pl.DataFrame()), "other-columns.parquet": _parquet_of(pl.DataFrame({"x": pl.Series([], dtype=pl.Int64)}))}
 
 
 @pytest.mark.parametrize("name", EMPTY)

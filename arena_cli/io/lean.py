@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from arena_cli.errors import InputError
 from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMNS, conv_metadata_shape_checks
 from arena_cli.io.dialects import Plan, plan_for
 from arena_cli.io.options import InputOptions
@@ -106,7 +107,13 @@ def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> L
     """What a lean read wanting ``columns`` reads of a parquet file, decided from its schema (and footer) alone."""
     scan = scan_parquet(path)
     schema = parquet_schema(path, scan)
-    plan = lean_plan(plan_for(list(schema), options, str(path)), columns, schema)
+    try:
+        plan = lean_plan(plan_for(list(schema), options, str(path)), columns, schema)
+    except InputError:
+        if _has_rows(scan):
+            raise
+        # a file of no rows is an empty log whatever its columns, as a full read finds it: nothing to read
+        return LeanParquet(schema, Plan("arena", {}, ()), [], narrow=False, scan=scan)
     if plan.dialect == "kaggle":
         return LeanParquet(schema, plan, None, narrow=False, scan=scan)
     meta = plan.columns.get("conv_metadata")
@@ -134,6 +141,13 @@ def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> L
         schema[c].is_nested() and not _numbers_only(schema[c]) for c in read
     )
     return LeanParquet(schema, plan, read, narrow, scan, counts_in_range)
+
+
+def _has_rows(scan: pl.LazyFrame) -> bool:
+    try:  # (the footer's row count)
+        return bool(scan.select(pl.len()).collect().item())
+    except PARQUET_ERRORS:
+        return True  # damage, which the read reports
 
 
 #: Integer types whose every value is at most MAX_COUNT.
