@@ -290,6 +290,20 @@ def test_a_model_name_with_a_control_character_is_rejected_as_a_wrong_type(tmp_p
         assert "\x1b" not in result.stderr and "\x00" not in result.stderr
 
 
+@pytest.mark.parametrize("character", ["\u200b", "\u200d", "\u202e", "\u2066", "\ufeff", "\u2028"])
+@pytest.mark.parametrize("name", ["v.jsonl", "v.parquet"])
+def test_a_model_name_with_an_invisible_character_is_a_wrong_type(tmp_path, name, character):
+    """A name that would show as another model's (a zero-width space before it, a direction override in it) is
+    rejected as a control character is; the other models' votes are fitted."""
+    rows = [{**r, "model_a": f"m{character}4" if r["model_a"] == "m4" else r["model_a"]} for r in votes(300)]
+    damaged = sum(r["model_a"] == f"m{character}4" for r in rows)
+    path = _write(tmp_path / name, CONTROL_NAMES[name](rows))
+    fitted = arena("fit", path, "--ci", "none", "--min-battles", "1", "--format", "json")
+    assert fitted.exit_code == 0, fitted.output
+    assert {row["model"] for row in json.loads(fitted.stdout)["tables"]["leaderboard"]} == {"m1", "m2", "m3", "m4"}  # (m4 as model_b)
+    assert f"{damaged} row(s) skipped: wrong_type {damaged}" in " ".join(fitted.stderr.split())
+
+
 def test_messages_and_tables_show_control_characters_as_escapes(tmp_path):
     rows = votes(200)
     rows[0]["winner"] = "\x1b[2Jmodel_x"  # quoted by the warning about the row it rejects

@@ -80,9 +80,11 @@ def _holds_bytes(dtype: PolarsDataType) -> bool:
 
 
 #: A character no model name has: a C0 or C1 control character (a NUL, an escape, a line break or tab within the
-#: name). Such a name is damage (a flipped byte in a parquet dictionary page decodes to one) or a terminal escape
-#: sequence, which every table, warning and log line that names the model would send to the user's terminal.
-CONTROL_CHARACTER = r"[\x00-\x1f\x7f-\x9f]"
+#: name), a line or paragraph separator, or an invisible formatting character (zero-width spaces, joiners and marks,
+#: direction overrides and isolates, a byte-order mark). Such a name is damage (a flipped byte in a parquet
+#: dictionary page decodes to one), a terminal escape sequence, which every table, warning and log line that names
+#: the model would send to the user's terminal, or a name that shows as another model's.
+CONTROL_CHARACTER = r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
 
 
 def control_names(batch: pl.DataFrame, column: str) -> list[str]:
