@@ -185,16 +185,21 @@ def test_an_interrupted_gzip_is_never_taken_for_ctrl_d(damaged):
     assert result.exit_code == 3 and "Aborted" not in result.output
 
 
-def test_an_eof_error_under_arena_debug_shows_its_traceback(monkeypatch, tmp_path):
+def _info_raising(monkeypatch, tmp_path, error: BaseException, debug: str):
+    """`arena info` of a small log whose library call raises ``error`` (a bug), with ARENA_DEBUG=``debug``."""
     from arena_cli import api
 
     def broken(*args, **kwargs):
-        raise EOFError("a bug that reads past the end")
+        raise error
 
     monkeypatch.setattr(api, "describe", broken)
     path = tmp_path / "v.jsonl"
     path.write_bytes(jsonl(votes(10)))
-    result = arena("info", path, env={"ARENA_DEBUG": "1"})
+    return arena("info", path, env={"ARENA_DEBUG": debug})
+
+
+def test_an_eof_error_under_arena_debug_shows_its_traceback(monkeypatch, tmp_path):
+    result = _info_raising(monkeypatch, tmp_path, EOFError("a bug that reads past the end"), "1")
     assert result.exit_code == 1
     assert "Aborted" not in result.output and "EOFError: a bug that reads past the end" in result.stderr
 
@@ -331,17 +336,8 @@ def test_messages_and_tables_show_control_characters_as_escapes(tmp_path):
 
 def test_a_panic_in_polars_is_one_line_and_exit_1(monkeypatch, tmp_path):
     """polars' PanicException is a BaseException: a bug, reported as any other (not a traceback)."""
-    from arena_cli import api
-
     panic = type("PanicException", (BaseException,), {"__module__": "pyo3_runtime"})
-
-    def broken(*args, **kwargs):
-        raise panic("not yet implemented: something\nmore lines")
-
-    monkeypatch.setattr(api, "describe", broken)
-    path = tmp_path / "v.jsonl"
-    path.write_bytes(jsonl(votes(10)))
-    result = arena("info", path, env={"ARENA_DEBUG": ""})
+    result = _info_raising(monkeypatch, tmp_path, panic("not yet implemented: something\nmore lines"), "")
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines() == [
         "error: internal error, a bug in arena-cli: PanicException: not yet implemented: something (ARENA_DEBUG=1 shows the traceback)"]
