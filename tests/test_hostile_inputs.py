@@ -403,6 +403,42 @@ def test_typed_columns_polars_cannot_convert_are_rejected_or_kept_as_text(tmp_pa
         assert json.loads(from_file.stdout)["tables"]["leaderboard"] == json.loads(from_store.stdout)["tables"]["leaderboard"]
 
 
+def test_text_stored_as_bytes_reads_as_the_same_text(tmp_path):
+    """A writer that stores strings as bytes (no UTF8 annotation): names trimmed and times parsed as text columns'
+    are, so both files give the same battles and the same quarantine."""
+    rows = {"question_id": ["q1", "q2", "q3", "q4"], "model_a": [" m1 ", "m2", "m1", "m3"], "model_b": ["m2", "m3", "m1 ", "m1"],
+            "winner": ["model_a", "tie", "model_b", "model_a"], "tstamp": ["2024-01-02T03:04:05Z", "1700000000", "2024-01-01", "not a time"]}
+    text = pl.DataFrame(rows)
+    as_bytes = text.with_columns(pl.col(c).cast(pl.Binary) for c in text.columns)
+    found = []
+    for name, frame in (("text.parquet", text), ("bytes.parquet", as_bytes)):
+        frame.write_parquet(tmp_path / name)
+        assert arena("ingest", tmp_path / name, "--store", tmp_path / name.replace(".parquet", "")).exit_code == 0
+        store = Store.open(tmp_path / name.replace(".parquet", ""))
+        found.append((store.read("battles", ["model_a", "model_b", "timestamp"]).rows(), [(r, reason) for r, reason, _ in _quarantine(store.root)]))
+    assert found[0] == found[1]
+    assert found[0][1] == [(3, "self_battle"), (4, "wrong_type")]
+
+
+def test_a_nested_text_field_is_stored_as_it_always_was(tmp_path):
+    """A nested value in a text field is kept as the JSON of {field: value}, a null one as {field: null}: stored
+    values and content hashes of logs ingested by earlier versions stay the same (a re-ingest adds nothing)."""
+    from arena_cli.io.fields import parse_text
+
+    frame = pl.DataFrame({"category": [{"hard": True}, None]})
+    assert frame.select(parse_text("category", frame.schema["category"])).to_series().to_list() == ['{"category":{"hard":true}}', '{"category":null}']
+
+
+@pytest.mark.parametrize("text", ["0000-06-01", "9999-12-31T23:00:00-05:00"])
+def test_an_iso_time_outside_the_years_1_to_9999_is_a_wrong_type(tmp_path, text):
+    rows = votes(20)
+    rows[2]["tstamp"] = text
+    path = _write(tmp_path / "v.jsonl", jsonl(rows))
+    assert arena("ingest", path, "--store", tmp_path / "s").exit_code == 0
+    assert [(row, reason) for row, reason, _ in _quarantine(tmp_path / "s")] == [(3, "wrong_type")]
+    assert arena("info", "--store", tmp_path / "s").exit_code == 0
+
+
 def test_a_json_time_past_the_year_9999_is_a_wrong_type(tmp_path):
     """Milliseconds past the year 9999 (but within 64 bits of microseconds) reject their row, as polars panics
     converting some of them."""

@@ -19,6 +19,7 @@ from arena_cli.io.fields import (
     field_path,
     is_given,
     json_text,
+    may_leave_years,
     meta_text_dtype,
     non_negative,
     parse_boolean,
@@ -56,7 +57,8 @@ def field_exprs(
 ) -> tuple[dict[str, pl.Expr], list[Check]]:
     """The typed fields (weight, timestamp, turn, anony, counts) and plain text fields (judge, question_id, language,
     category) a plan maps, as expressions on the source columns, with the wrong-type check of each typed one;
-    and the checks of the ``extras`` that hold precomputed style features (see :func:`feature_checks`).
+    and the checks of the ``extras`` that hold precomputed style features (see :func:`feature_checks`) or dates and
+    times (:func:`time_checks`).
 
     ``batch``: the rows the expressions are for, when known. Text fields of few values (turn, anony) are then
     parsed once per distinct value, and text timestamps that are all numbers skip the date formats: a JSON log
@@ -171,7 +173,7 @@ def time_checks(schema: pl.Schema, extras: Sequence[str]) -> list[Check]:
     return [
         (QuarantineReason.WRONG_TYPE.value, pl.col(name).is_not_null() & ~pl.col(name).to_physical().is_between(*physical_range(schema[name])), None,
          f"{name}: a date or time outside the years 1 to 9999")
-        for name in extras if schema[name] == pl.Date or isinstance(schema[name], pl.Datetime)
+        for name in extras if may_leave_years(schema[name])
     ]
 
 
@@ -215,7 +217,10 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
     out: dict[str, pl.Expr] = {}
     names_not_text = {name: found for name in ("model_a", "model_b") if (found := not_text(col[name], schema[col[name]])) is not None}
     for name in ("model_a", "model_b"):
-        out[name] = by_distinct(batch, col[name], parse_text(col[name], schema[col[name]]))
+        text = parse_text(col[name], schema[col[name]])
+        if name in names_not_text:  # (a null nested value is no name either: missing)
+            text = pl.when(pl.col(col[name]).is_not_null()).then(text)
+        out[name] = by_distinct(batch, col[name], text)
 
     if plan.dialect == "kaggle" and "outcome" not in col:
         outcome = kaggle_outcome(batch)

@@ -22,15 +22,19 @@ def parse_text(col: str, dtype: pl.DataType) -> pl.Expr:
     expr = pl.col(col)
     if dtype == pl.String:
         expr = expr.str.strip_chars()
-    elif dtype.is_nested():
-        expr = json_text(without_bytes(expr, dtype))
+    elif dtype.is_nested():  # (a null too, as {"<col>":null}: stored and hashed so since the first version)
+        expr = pl.struct(without_bytes(expr, dtype).alias(col)).struct.json_encode()
     elif dtype == pl.Binary:
-        expr = expr.map_batches(_utf8_text, return_dtype=pl.String)
+        expr = _utf8(expr).str.strip_chars()
     elif isinstance(dtype, pl.Duration):
         expr = expr.dt.to_string()
     else:
         expr = expr.cast(pl.String)
     return expr.replace("", None)
+
+
+def _utf8(value: pl.Expr) -> pl.Expr:
+    return value.map_batches(_utf8_text, return_dtype=pl.String)
 
 
 def _utf8_text(values: pl.Series) -> pl.Series:
@@ -81,10 +85,10 @@ def _holds_bytes(dtype: PolarsDataType) -> bool:
 
 #: A character no model name has: a C0 or C1 control character (a NUL, an escape, a line break or tab within the
 #: name), a line or paragraph separator, or an invisible formatting character (zero-width spaces, joiners and marks,
-#: direction overrides and isolates, a byte-order mark). Such a name is damage (a flipped byte in a parquet
-#: dictionary page decodes to one), a terminal escape sequence, which every table, warning and log line that names
-#: the model would send to the user's terminal, or a name that shows as another model's.
-CONTROL_CHARACTER = r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
+#: direction marks, overrides and isolates, a soft hyphen, a byte-order mark, tag characters). Such a name is damage
+#: (a flipped byte in a parquet dictionary page decodes to one), a terminal escape sequence, which every table,
+#: warning and log line that names the model would send to the user's terminal, or a name that shows as another's.
+CONTROL_CHARACTER = r"[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
 
 
 def control_names(batch: pl.DataFrame, column: str) -> list[str]:
@@ -107,24 +111,26 @@ def parse_timestamp(col: str, dtype: pl.DataType, texts: bool = True) -> pl.Expr
         if not isinstance(dtype, pl.Datetime):  # a date: midnight UTC
             return value.cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
         return value.dt.replace_time_zone(None).dt.replace_time_zone("UTC").cast(BATTLE_SCHEMA["timestamp"]) if dtype.time_zone is None else value.dt.convert_time_zone("UTC").cast(BATTLE_SCHEMA["timestamp"])
-    if isinstance(dtype, pl.Duration) or dtype == pl.Binary or dtype.is_nested():  # no time
+    if isinstance(dtype, pl.Duration) or dtype.is_nested():  # no time
         return pl.lit(None, BATTLE_SCHEMA["timestamp"])
+    source = _utf8(pl.col(col)) if dtype == pl.Binary else pl.col(col)  # (text a writer stored as bytes)
     if dtype.is_numeric():
-        seconds = pl.col(col).cast(pl.Float64)
+        seconds = source.cast(pl.Float64)
     elif not texts:
-        seconds = pl.col(col).cast(pl.Float64, strict=False)
+        seconds = source.cast(pl.Float64, strict=False)
     else:
-        seconds = pl.col(col).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+        seconds = source.cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
     micros = pl.when(seconds.abs() < 1e11).then(seconds * 1e6).otherwise(seconds * 1e3).round(0).cast(pl.Int64, strict=False)
     from_epoch = pl.when(micros.is_between(*TIMESTAMP_RANGE)).then(micros).cast(BATTLE_SCHEMA["timestamp"])
     if dtype.is_numeric() or not texts:
         return from_epoch
-    text = pl.when(seconds.is_null()).then(pl.col(col).cast(pl.String).str.strip_chars())  # a number is no date text: parsed once
+    text = pl.when(seconds.is_null()).then(source.cast(pl.String).str.strip_chars())  # a number is no date text: parsed once
     parsed = [text.str.to_datetime(format=f, strict=False, time_zone="UTC", time_unit="us") for f in (
         "%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%.f%#z", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f",
         "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d",
     )]
-    return pl.coalesce([from_epoch, *parsed])
+    time = pl.coalesce([from_epoch, *parsed])
+    return pl.when(time.to_physical().is_between(*TIMESTAMP_RANGE)).then(time)  # (ISO text of the year 0 parses)
 
 
 #: The timestamps taken, in microseconds from the epoch: 0001-01-01 to 9999-12-31 (UTC), the years ISO 8601 text
@@ -132,12 +138,18 @@ def parse_timestamp(col: str, dtype: pl.DataType, texts: bool = True) -> pl.Expr
 TIMESTAMP_RANGE = (-62_135_596_800_000_000, 253_402_300_799_999_999)
 
 
+def may_leave_years(dtype: PolarsDataType) -> bool:
+    """Whether a type's values can be times outside :data:`TIMESTAMP_RANGE`: a date, or a datetime of micro- or
+    milliseconds (64 bits of nanoseconds span the years 1677 to 2262)."""
+    return dtype == pl.Date or isinstance(dtype, pl.Datetime) and dtype.time_unit != "ns"
+
+
 def physical_range(dtype: pl.DataType) -> tuple[int, int]:
     """The stored numbers of a date or datetime type that are times within :data:`TIMESTAMP_RANGE` (whole units)."""
     if dtype == pl.Date:
         return -719_162, 2_932_896  # days from the epoch to 0001-01-01 and to 9999-12-31
     low, high = TIMESTAMP_RANGE
-    unit = dtype.time_unit if isinstance(dtype, pl.Datetime) else None
+    unit = dtype.time_unit if isinstance(dtype, pl.Datetime) else "us"
     if unit == "ms":
         return -(-low // 1000), high // 1000
     per_micro = 1000 if unit == "ns" else 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,7 +21,7 @@ from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMN
 from arena_cli.io.dialects import Plan, plan_for
 from arena_cli.io.options import InputOptions
 from arena_cli.io.duplicates import CONTENT_ID
-from arena_cli.io.fields import MAX_COUNT, field_path, typed_conversation
+from arena_cli.io.fields import MAX_COUNT, field_path, may_leave_years, physical_range, typed_conversation
 from arena_cli.io.files import scan_parquet
 from arena_cli.io.readers import PARQUET_ERRORS, parquet_schema
 from arena_cli.schema import META_COLUMNS, FrameT, meta_paths
@@ -47,14 +47,13 @@ def select_wanted(frame: FrameT, columns: Sequence[str], plan: Plan | None = Non
     return frame.select([c for c in columns if c in names and not (unweighted and c == "weight")])
 
 
-def lean_plan(plan: Plan, columns: Sequence[str], schema: pl.Schema | None = None) -> Plan:
-    """The plan restricted to the validated fields, the ids and the wanted columns (arena dialect); and the extras
-    that can reject a row, which ``schema`` (a typed source's) shows: a date or time (see ``canonical.time_checks``)."""
+def lean_plan(plan: Plan, columns: Sequence[str], checked: Collection[str] = ()) -> Plan:
+    """The plan restricted to the validated fields, the ids and the wanted columns (arena dialect); and the
+    ``checked`` extras, which can reject a row (a typed source's dates and times: see ``canonical.time_checks``)."""
     if plan.dialect == "kaggle":
         return plan
     keep = {*VALIDATED, "battle_id", *columns}
     fields = {name: source for name, source in plan.columns.items() if name in keep}
-    checked = {e for e in plan.extras if schema is not None and e in schema and (schema[e] == pl.Date or isinstance(schema[e], pl.Datetime))}
     extras = tuple(e for e in plan.extras if e in keep or f"extra_{e}" in keep or e in checked)
     return Plan(plan.dialect, fields, extras)
 
@@ -108,12 +107,13 @@ def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> L
     scan = scan_parquet(path)
     schema = parquet_schema(path, scan)
     try:
-        plan = lean_plan(plan_for(list(schema), options, str(path)), columns, schema)
+        full = plan_for(list(schema), options, str(path))
     except InputError:
         if _has_rows(scan):
             raise
         # a file of no rows is an empty log whatever its columns, as a full read finds it: nothing to read
         return LeanParquet(schema, Plan("arena", {}, ()), [], narrow=False, scan=scan)
+    plan = lean_plan(full, columns, _unsettled_times(scan, schema, full.extras))
     if plan.dialect == "kaggle":
         return LeanParquet(schema, plan, None, narrow=False, scan=scan)
     meta = plan.columns.get("conv_metadata")
@@ -129,10 +129,10 @@ def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> L
     # not wanted are not read to be checked (a plain fit of a log with texts reads no text)
     unread |= {f for f in ("conversation_a", "conversation_b") if f in plan.columns and f not in columns
                and typed_conversation(plan.columns[f], schema[plan.columns[f]]) is not None}
-    # nor does a parquet time of nanoseconds (64 bits of them span the years 1677 to 2262, within the years taken;
-    # microseconds and milliseconds can pass the year 9999)
-    time = schema[plan.columns["timestamp"]] if "timestamp" in plan.columns else None
-    if "timestamp" not in columns and isinstance(time, pl.Datetime) and time.time_unit == "ns":
+    # nor does a parquet time within the years 1 to 9999, which nanoseconds always are, and others as the writer's
+    # statistics show
+    time = plan.columns.get("timestamp")
+    if "timestamp" not in columns and time is not None and isinstance(schema[time], pl.Datetime) and not _unsettled_times(scan, schema, [time]):
         unread.add("timestamp")
     if unread:  # read only to be checked, and no row can fail its checks: not read at all
         plan = Plan(plan.dialect, {k: v for k, v in plan.columns.items() if k not in unread}, plan.extras)
@@ -141,6 +141,21 @@ def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> L
         schema[c].is_nested() and not _numbers_only(schema[c]) for c in read
     )
     return LeanParquet(schema, plan, read, narrow, scan, counts_in_range)
+
+
+def _unsettled_times(scan: pl.LazyFrame, schema: pl.Schema, extras: Sequence[str]) -> list[str]:
+    """The date and time columns of ``extras`` that may hold a time outside the years 1 to 9999 (which rejects its row), by the
+    writer's statistics (a query for such rows, which they answer unread where they show none): to be read and
+    checked."""
+    times = [e for e in extras if e in schema and may_leave_years(schema[e])]  # (nanoseconds: all within)
+    if not times:
+        return []
+    bounds = {e: [pl.lit(bound).cast(schema[e]) for bound in physical_range(schema[e])] for e in times}  # (typed as the column, for the statistics)
+    outside = [(pl.col(e) < low) | (pl.col(e) > high) for e, (low, high) in bounds.items()]
+    try:
+        return times if scan.filter(pl.any_horizontal(outside)).head(1).select(pl.len()).collect().item() else []
+    except PARQUET_ERRORS:
+        return times  # damage, which the read reports
 
 
 def _has_rows(scan: pl.LazyFrame) -> bool:

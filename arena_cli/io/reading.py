@@ -19,6 +19,7 @@ import polars as pl
 from arena_cli.io.canonical import align, canonicalize, numeric_extras, raw_of
 from arena_cli.io.dialects import Plan, check_sources, container_for, plan_for
 from arena_cli.io.duplicates import SourceIds, add_hashes, conflict_rows, split_duplicates
+from arena_cli.io.fields import may_leave_years
 from arena_cli.io.index import BattleIndex, SortedRuns
 from arena_cli.io.lean import IDENTITY, LeanIds, LeanParquet, lean_parquet, lean_plan, select_wanted
 from arena_cli.io.judged import JudgeLog, source_files
@@ -200,7 +201,7 @@ def _validated(
             plan = plan_for(raw.frame.columns, options, str(path), previous=plan)
             summary.id_column = plan.columns.get("battle_id")
             rows = align(raw.frame, plan)
-            accepted, invalid = canonicalize(rows, plan if columns is None else lean_plan(plan, columns, rows.schema), labels, str(path))
+            accepted, invalid = canonicalize(rows, plan if columns is None else lean_plan(plan, columns, [c for c in read_columns or () if may_leave_years(rows.schema[c])]), labels, str(path))
             summary.quarantined.update(invalid["reason"].to_list())
             yield summary, rows, accepted, pl.concat([raw.rejected, invalid])
     if not batches:
