@@ -28,8 +28,8 @@ from arena_cli.io.fields import (
     parse_timestamp,
     parse_turn,
     parse_weight,
-    physical_range,
     not_text,
+    within_years,
     without_bytes,
     typed_conversation,
     whole_number,
@@ -154,7 +154,7 @@ def _extra_value(name: str, dtype: pl.DataType) -> pl.Expr:
     """An extra column as the store keeps it. Nested extras are exact JSON text: their inferred types vary from
     batch to batch (and a batch read line by line gives text), and store parts must agree on each column's type.
     Bytes are hex text and durations ISO 8601 text (``PT1.5S``), which every export format can write; a date or
-    time outside the years 1 to 9999 rejects its row (:func:`time_checks`)."""
+    time is kept as it is (one outside the years 1 to 9999 rejects its row: :func:`time_checks`)."""
     value = pl.col(name)
     if dtype.is_nested():
         return json_text(without_bytes(value, dtype))
@@ -162,8 +162,6 @@ def _extra_value(name: str, dtype: pl.DataType) -> pl.Expr:
         return value.bin.encode("hex")
     if isinstance(dtype, pl.Duration):
         return value.dt.to_string()
-    if dtype == pl.Date or isinstance(dtype, pl.Datetime):
-        return pl.when(value.to_physical().is_between(*physical_range(dtype))).then(value)
     return value
 
 
@@ -171,7 +169,7 @@ def time_checks(schema: pl.Schema, extras: Sequence[str]) -> list[Check]:
     """A row whose extra date or time is outside the years 1 to 9999 has a wrong type (damage, or a wrong unit; polars
     cannot convert some such times, and the store keeps the column as it is)."""
     return [
-        (QuarantineReason.WRONG_TYPE.value, pl.col(name).is_not_null() & ~pl.col(name).to_physical().is_between(*physical_range(schema[name])), None,
+        (QuarantineReason.WRONG_TYPE.value, pl.col(name).is_not_null() & ~within_years(pl.col(name), schema[name]), None,
          f"{name}: a date or time outside the years 1 to 9999")
         for name in extras if may_leave_years(schema[name])
     ]
@@ -380,7 +378,7 @@ def _json_ready(values: pl.Series) -> pl.Expr:
     outside the years 1 to 9999 (damage, or a wrong unit) as the number the file stores, for every row, as polars
     cannot write some such times."""
     column = pl.col(values.name)
-    if values.dtype in (pl.Date, pl.Datetime) and not values.to_physical().is_between(*physical_range(values.dtype)).all():
+    if values.dtype in (pl.Date, pl.Datetime) and not within_years(values, values.dtype).all():
         return column.to_physical()
     return without_bytes(column, values.dtype)
 

@@ -6,7 +6,7 @@ parse; the caller (:func:`arena_cli.io.canonical.canonicalize`) turns that into 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import polars as pl
 
@@ -107,7 +107,7 @@ def parse_timestamp(col: str, dtype: pl.DataType, texts: bool = True) -> pl.Expr
     what the numbers do)."""
     if dtype == pl.Date or isinstance(dtype, pl.Datetime):
         # (out of range masked first: polars panics converting such a time)
-        value = pl.when(pl.col(col).to_physical().is_between(*physical_range(dtype))).then(pl.col(col))
+        value = pl.when(within_years(pl.col(col), dtype)).then(pl.col(col))
         if not isinstance(dtype, pl.Datetime):  # a date: midnight UTC
             return value.cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
         return value.dt.replace_time_zone(None).dt.replace_time_zone("UTC").cast(BATTLE_SCHEMA["timestamp"]) if dtype.time_zone is None else value.dt.convert_time_zone("UTC").cast(BATTLE_SCHEMA["timestamp"])
@@ -136,6 +136,14 @@ def parse_timestamp(col: str, dtype: pl.DataType, texts: bool = True) -> pl.Expr
 #: The timestamps taken, in microseconds from the epoch: 0001-01-01 to 9999-12-31 (UTC), the years ISO 8601 text
 #: and Python's datetime hold; a time past them is damage or a wrong unit (and polars cannot convert some).
 TIMESTAMP_RANGE = (-62_135_596_800_000_000, 253_402_300_799_999_999)
+
+
+SeriesOrExpr = TypeVar("SeriesOrExpr", pl.Series, pl.Expr)
+
+
+def within_years(value: SeriesOrExpr, dtype: pl.DataType) -> SeriesOrExpr:
+    """Per value of a date or datetime type: whether it is a time within :data:`TIMESTAMP_RANGE` (null stays null)."""
+    return value.to_physical().is_between(*physical_range(dtype))
 
 
 def may_leave_years(dtype: PolarsDataType) -> bool:
