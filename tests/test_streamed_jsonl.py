@@ -158,6 +158,16 @@ HOSTILE = {
     "negative zero count": _set("conv_metadata.header_count_b.h4", -0.0),
     "count of 16 digits": _set("conv_metadata.header_count_b.h5", 10**15),
     "null count": _set("conv_metadata.header_count_b.h6", None),
+    "count of 15 digits": _set("conv_metadata.header_count_a.h2", 10**15 - 1),
+    "group of counts in another order": _set("conv_metadata.list_count_a", {"unordered": 1, "ordered": 2}),
+    "group with another key": _set("conv_metadata.bold_count_a", {"**": 1, "__": 0, "~~": 2}),
+    "group with a key given twice": _splice(b'"h1":', b'"h1":5,"h1":'),
+    "group given twice": _splice(b'"list_count_b":{', b'"list_count_b":{"ordered":9},"list_count_b":{'),
+    "empty group": _set("conv_metadata.header_count_a", {}),
+    "group as the text of its counts": _set("conv_metadata.header_count_b", '{"h1": 0, "h2": 0, "h3": 0, "h4": 0, "h5": 0, "h6": 0}'),
+    "group with a key of keys and counts": _set("conv_metadata.header_count_a", {"h1": 0, 'h2": 7, "h3': 1, "h4": 0, "h5": 0, "h6": 0}),
+    "group with a key of keys and counts, its quotes escaped as code points": lambda rows, lines, at: lines.__setitem__(
+        at, _line({**rows[at], "conv_metadata": {**rows[at]["conv_metadata"], "list_count_b": {'ordered": 4, "unordered': 1}}}).replace(b'\\"', b"\\u0022")),
     "null group": _set("conv_metadata.list_count_b", None),
     "null conv_metadata": _set("conv_metadata", None),
     "conv_metadata as text": _set("conv_metadata", '{"sum_assistant_a_tokens": 5}'),
@@ -339,6 +349,12 @@ FLAT = [{k: v for k, v in vote.items() if k != "conv_metadata"} for vote in CLEA
 @example(CLEAN, [("count key spelt with escapes", 4)], [], PLAIN, (200_000, 64 << 20), 1, 4 << 20)
 @example(CLEAN, [("count key elsewhere", 2), ("whole float count", 3), ("negative count", 9)], [], PLAIN, (5, 700), 1, 500)
 @example(CLEAN, [("count spaced", 2), ("group not an object", 6)], [], PLAIN, (200_000, 64 << 20), 1, 4 << 20)
+@example(CLEAN, [("group with a key of keys and counts", 3), ("group as the text of its counts", 5)], [], STYLED, (200_000, 64 << 20), 1, 4 << 20)
+@example(CLEAN, [("group with a key of keys and counts, its quotes escaped as code points", 4)], [], STYLED, (200_000, 64 << 20), 1, 4 << 20)
+@example(CLEAN, [("group of counts in another order", 2), ("group with another key", 7), ("count of 15 digits", 9)], [], STYLED, (5, 700), 1, 500)
+@example(CLEAN, [("group of counts in another order", 0), ("group with a key given twice", 4)], [], STYLED, (200_000, 64 << 20), 12, 4 << 20)
+@example(CLEAN, [("group given twice", 3), ("empty group", 6), ("whole float count", 8)], [], STYLED, (200_000, 64 << 20), 1, 4 << 20)
+@example(CLEAN, [("exponent count", 2), ("negative zero count", 5), ("count of 16 digits", 9)], [], STYLED, (200_000, 64 << 20), 1, 4 << 20)
 @given(
     fastchat_rows(12), st.lists(st.tuples(st.sampled_from(sorted(HOSTILE)), st.integers(0, 11)), max_size=3),
     st.lists(st.sampled_from(sorted(WHOLE_FILE)), max_size=2, unique=True), st.sampled_from([PLAIN, STYLED]),
@@ -581,6 +597,20 @@ def test_fastchat_logs_are_streamed(tmp_path, monkeypatch, columns, texts, layou
         assert result.battles["conversation_b"].list.get(1).struct.field("content").to_list() == ["word " * i for i in range(40)]
     elif columns is STYLED:
         assert result.battles["meta_tokens_a"].to_list() == [i % 7 for i in range(40)]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_counts_of_a_clean_log_are_parsed_from_their_groups_text(tmp_path, monkeypatch, layout):
+    """A style read of a log as tools write it takes LMArena's groups of counts as text and parses them (polars
+    decodes a struct within a struct at several times the cost), block after block, never reading them again."""
+    path = _fastchat_file(tmp_path, rows=40, layout=layout)
+    parsed = []
+    grouped = streamed_jsonl._grouped_counts
+    monkeypatch.setattr(streamed_jsonl, "_grouped_counts", lambda frame, layout: parsed.append(grouped(frame, layout)) or parsed[-1])
+    monkeypatch.setattr(reading, "read_lean", _no_batch_path)
+    result = read_sources([path], columns=STYLED)
+    assert parsed and all(frame is not None for frame in parsed)
+    assert result.battles["meta_h6_b"].to_list() == [i % 7 for i in range(40)]
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

@@ -188,6 +188,9 @@ class _Layout:
     then only needs to know that it is an object or null (polars refuses any other value there) and that every count
     is valid, which the bytes tell (:func:`_invalid_counts`) or, where they hold a count in another form (``1.0``),
     the object as polars renders it as text, read again so (:meth:`again`, :func:`_meta_counts_valid`).
+    ``meta_groups``: when the caller wants the counts, each group of them (``header_count_a``: ``h1`` to ``h6``)
+    with its keys in the order the first lines give them; its groups are then read as text, not as structs (polars
+    decodes a struct within a struct at several times the cost of its text), and parsed (:func:`_grouped_counts`).
     Conversations the caller does not want are only checked too, read as the roles of their messages only
     (:data:`_ROLES`; their texts are most of a log's bytes): that every message has a role and a text is told from
     the frame and the bytes (:func:`_searched`)."""
@@ -200,6 +203,7 @@ class _Layout:
     first_batch_keys: tuple[str, ...]
     id_column: str | None
     meta_checked: str | None = None
+    meta_groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def conversations(self) -> tuple[str, ...]:
@@ -215,11 +219,23 @@ class _Layout:
         """The schema without the watched keys: what a block none of them is in is read with."""
         return {c: dtype for c, dtype in self.schema.items() if c not in self.watched}
 
+    @property
+    def meta_read(self) -> str | None:
+        """The ``conv_metadata`` column read with its groups of counts as text (see ``meta_groups``)."""
+        return self.plan.columns["conv_metadata"] if self.meta_groups else None
+
     def again(self, watched: bool, counts: bool) -> dict[str, pl.DataType]:
-        """The schema a block is read again with: with the watched keys when its bytes hold one, and with
-        ``conv_metadata`` as text when they hold a count that may be invalid."""
+        """The schema a block is read with: with the watched keys when its bytes hold one; with ``conv_metadata``
+        as text when they hold a count that may be invalid and it is only checked, with its groups of counts as
+        text unless so when the counts are read."""
         schema = self.schema if watched else self.unwatched
-        return {**schema, self.meta_checked: pl.String()} if counts and self.meta_checked else schema
+        if counts and self.meta_checked:
+            return {**schema, self.meta_checked: pl.String()}
+        if not counts and self.meta_read:
+            dtype = schema[self.meta_read]
+            assert isinstance(dtype, pl.Struct)
+            return {**schema, self.meta_read: pl.Struct({f.name: pl.String() if f.dtype.is_nested() else f.dtype for f in dtype.fields})}
+        return schema
 
     @property
     def checked_only(self) -> tuple[str, ...]:
@@ -248,11 +264,14 @@ def _layout(path: Path, container: str, options: InputOptions, columns: Sequence
         return None
     plan = lean_plan(full, columns)
     schema: dict[str, pl.DataType] = {}
+    meta_groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
     for field, column in [*plan.columns.items(), *((extra, extra) for extra in plan.extras)]:
         dtype = _read_type(field, prefix.frame[column])
         if dtype is None:
             return None
         schema[column] = dtype
+        if field == "conv_metadata":
+            meta_groups = _group_orders(prefix.frame[column].dtype, dtype)
     present = set(prefix.frame.columns)
     later, first_batch = _plan_keys(plan, options, columns)
     wanted = [c for c in columns if c not in BATTLE_SCHEMA] + [c.removeprefix("extra_") for c in columns if c.startswith("extra_")]
@@ -272,7 +291,25 @@ def _layout(path: Path, container: str, options: InputOptions, columns: Sequence
     text = tuple(c for c, dtype in schema.items() if dtype == pl.String)
     schema.update({c: pl.Null() for c in watched})
     column_text = tuple(f'"{c}"' for c in column_keys)
-    return _Layout(plan, schema, text, watched, column_text, tuple(searched), full.columns.get("battle_id"), meta_checked)
+    meta_groups = () if meta_checked else meta_groups
+    return _Layout(plan, schema, text, watched, column_text, tuple(searched), full.columns.get("battle_id"), meta_checked, meta_groups)
+
+
+def _group_orders(given: pl.DataType, read: pl.DataType) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The groups of counts of ``conv_metadata`` (of type ``read``), each with its keys in the order the first lines
+    give them (``given``, inferred from them); none when a group there has other keys (its text would not parse)."""
+    if not isinstance(given, pl.Struct) or not isinstance(read, pl.Struct):
+        return ()
+    shown = {f.name: f.dtype for f in given.fields}
+    groups = []
+    for group in read.fields:
+        if isinstance(group.dtype, pl.Struct):
+            inferred = shown.get(group.name)
+            keys = tuple(f.name for f in inferred.fields) if isinstance(inferred, pl.Struct) else ()
+            if sorted(keys) != sorted(f.name for f in group.dtype.fields):
+                return ()
+            groups.append((group.name, keys))
+    return tuple(groups)
 
 
 def _plan_keys(plan: Plan, options: InputOptions, columns: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -458,10 +495,13 @@ def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> pl.DataFra
             return pl.scan_ndjson(sources, schema=schema)
 
         # read and searched at once, on polars' threads
-        frame, searched = pl.collect_all([scan(layout.unwatched), _searched(text, layout, first_batch)])
+        frame, searched = pl.collect_all([scan(layout.again(False, False)), _searched(text, layout, first_batch)])
         found, paired, given, watched, counts = searched.row(0)
         if watched or counts:  # perhaps a value of a watched key or an invalid count: read again (see _Layout)
             frame = scan(layout.again(watched, counts)).collect().drop(layout.watched if watched else ())  # (dropped from the scan, they would not be read)
+        if layout.meta_read and not counts:
+            grouped = _grouped_counts(frame, layout)
+            frame = scan(layout.again(watched, True)).collect().drop(layout.watched if watched else ()) if grouped is None else grouped
     except (Exception, pl.exceptions.PanicException):
         return None
     if found and text.str.contains(_sought(layout, first_batch, _NOT_ESCAPED)).any() or not paired:
@@ -493,11 +533,50 @@ def _searched(text: pl.Series, layout: _Layout, first_batch: bool) -> pl.LazyFra
     keys = "|".join(re.escape(c) for c in layout.nested)
     given = search.str.count_matches(rf'"(?:{keys})"{_SPACE}:{_SPACE}[^n\s]').sum() if keys else pl.lit(0, dtype=pl.UInt32)
     watched = search.str.contains_any([f'"{c}"' for c in layout.watched]).any() if layout.watched else pl.lit(False)
-    counts = search.str.contains(_invalid_counts()).any() if layout.meta_checked else pl.lit(False)
+    if layout.meta_checked:
+        counts = search.str.contains(_invalid_counts()).any()
+    elif layout.meta_read:
+        counts = search.str.contains(f"{_groups_not_objects()}|{_QUOTE_IN_KEY}").any()
+    else:
+        counts = pl.lit(False)
     return pl.LazyFrame({"text": text}).select(
         found.alias("found"), paired.alias("paired"), given.alias("given"), watched.alias("watched"),
         counts.alias("counts"),
     )
+
+
+#: A key with a quote in it (escaped: ``\\"`` or ``\\u0022``), on the bytes: polars renders keys as text without
+#: escaping them, so that in a group of counts read as text such a key could read as keys and counts of its own.
+_QUOTE_IN_KEY = r'(?:\\"|\\u0022)(?:[^"\\]|\\.)*"\s*:'
+
+
+def _grouped_counts(frame: pl.DataFrame, layout: _Layout) -> pl.DataFrame | None:
+    """The block read with the groups of counts of ``conv_metadata`` as text (:meth:`_Layout.again`), those groups
+    parsed: the frame a read of them as structs gives; None unless every group read is an object of exactly its
+    counts, in the order of ``meta_groups``, each of at most 15 digits (then the block is read with structs). A
+    block whose bytes hold a count in another form (``1.0``, which polars renders ``1``) or a key with a quote in
+    it is read with structs (:func:`_searched`), so that a parse of the text is one of the bytes' integers."""
+    column = layout.meta_read
+    assert column is not None
+    typed = layout.schema[column]
+    assert isinstance(typed, pl.Struct)
+    orders = dict(layout.meta_groups)
+    meta = frame[column]
+    texts = meta.struct.unnest().with_columns(meta.is_not_null().alias(column))  # (no count is named as the column)
+    captured = texts.lazy().select(
+        pl.col(group).str.extract_groups(r"^\{" + ", ".join(f'"{re.escape(key)}": ([0-9]{{1,15}})' for key in keys) + r"\}$")
+        .struct.rename_fields([f"{group}.{key}" for key in keys])
+        for group, keys in orders.items()
+    ).collect().unnest(*orders)
+    if any(captured[f"{group}.{keys[0]}"].null_count() != texts[group].null_count() for group, keys in orders.items()):
+        return None
+    fields = [
+        pl.when(pl.col(f.name).is_not_null()).then(pl.struct(pl.col(f"{f.name}.{key.name}").cast(key.dtype).alias(key.name) for key in f.dtype.fields)).alias(f.name)
+        if isinstance(f.dtype, pl.Struct) else pl.col(f.name)
+        for f in typed.fields
+    ]
+    parsed = pl.concat([texts, captured], how="horizontal").select(pl.when(pl.col(column)).then(pl.struct(fields)).alias(column))
+    return frame.with_columns(parsed[column])
 
 
 def _sought(layout: _Layout, first_batch: bool, before: str) -> str:
@@ -532,11 +611,20 @@ def _meta_counts_valid(meta: pl.Expr) -> pl.Expr:
 def _invalid_counts() -> str:
     """The pattern of a count that may be invalid, on a line's bytes (or on polars' rendering of the object as
     text): a key of a count :func:`meta_fields` reads given anything but a whole number from 0 to 10^15 - 1 in
-    decimal digits, or null; or a key of a group of them given anything but an object or null. Found wherever it
-    is, in a line that polars reads as JSON: a key in a string has its quotes escaped, and one spelt with an escape
-    is sought apart (:data:`_NAME_CHARACTER`). A key of a count elsewhere, or a valid count of another form
-    (``1.0``), only costs a read of ``conv_metadata`` as text."""
-    paths = [path for side in ("a", "b") for path in meta_paths(side).values()]
-    counts = "|".join(re.escape(name) for name in sorted({path[-1] for path in paths}))
-    groups = "|".join(re.escape(name) for name in sorted({path[0] for path in paths if len(path) > 1}))
-    return rf'"(?:{counts})"{_SPACE}:{_SPACE}(?:[^0-9n\s]|[0-9]{{16}}|[0-9]+[.eE])|"(?:{groups})"{_SPACE}:{_SPACE}[^{{n\s]'
+    decimal digits, or null; or a key of a group of them given anything but an object or null
+    (:func:`_groups_not_objects`). Found wherever it is, in a line that polars reads as JSON: a key in a string has
+    its quotes escaped, and one spelt with an escape is sought apart (:data:`_NAME_CHARACTER`). A key of a count
+    elsewhere, or a valid count of another form (``1.0``), only costs a read of ``conv_metadata`` as text."""
+    counts = "|".join(re.escape(name) for name in sorted({path[-1] for path in _meta_paths()}))
+    return rf'"(?:{counts})"{_SPACE}:{_SPACE}(?:[^0-9n\s]|[0-9]{{16}}|[0-9]+[.eE])|{_groups_not_objects()}'
+
+
+def _groups_not_objects() -> str:
+    """The pattern of a key of a group of counts (``header_count_a``) given anything but an object or null, on a
+    line's bytes: polars reads a group given as a string, read as text, as the string's text."""
+    groups = "|".join(re.escape(name) for name in sorted({path[0] for path in _meta_paths() if len(path) > 1}))
+    return rf'"(?:{groups})"{_SPACE}:{_SPACE}[^{{n\s]'
+
+
+def _meta_paths() -> list[tuple[str, ...]]:
+    return [path for side in ("a", "b") for path in meta_paths(side).values()]
