@@ -496,7 +496,9 @@ def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> pl.DataFra
 
         # read and searched at once, on polars' threads
         frame, searched = pl.collect_all([scan(layout.again(False, False)), _searched(text, layout, first_batch)])
-        found, paired, given, watched, counts = searched.row(0)
+        flagged, paired, given = searched.row(0)
+        flags = _flags(text, layout, first_batch) if flagged else {}
+        found, watched, counts = (flags.get(name, False) for name in ("found", "watched", "counts"))
         if watched or counts:  # perhaps a value of a watched key or an invalid count: read again (see _Layout)
             frame = scan(layout.again(watched, counts)).collect().drop(layout.watched if watched else ())  # (dropped from the scan, they would not be read)
         if layout.meta_read and not counts:
@@ -512,11 +514,9 @@ def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> pl.DataFra
 
 
 def _searched(text: pl.Series, layout: _Layout, first_batch: bool) -> pl.LazyFrame:
-    """What the text of a block (in pieces of whole lines) is searched for: whether it may hold what the batch path
-    reads otherwise (:func:`_sought`: any ``\\u`` taken for an escape); whether, when the block has conversations,
-    every key ``role`` or ``content`` in it is in a pair (:data:`_MESSAGE_KEYS`); the keys of nested fields given
-    a value other than null; whether any watched key (:class:`_Layout`) is in it; and whether a
-    count only checked may be invalid (:func:`_invalid_counts`).
+    """What the text of a block (in pieces of whole lines) is searched for: whether it holds any of
+    :func:`_flag_patterns`; whether, when the block has conversations, every key ``role`` or ``content`` in it is in
+    a pair (:data:`_MESSAGE_KEYS`); and the keys of nested fields given a value other than null.
 
     When every such key is in a pair, each has a string (not null, not nested) and its partner beside it: so every
     message, which has a role (:func:`_unusual`: a key spelt as it is, since no letter is escaped), has a text,
@@ -529,20 +529,34 @@ def _searched(text: pl.Series, layout: _Layout, first_batch: bool) -> pl.LazyFra
     inference skips."""
     search = pl.col("text")
     paired = search.str.extract_all(_MESSAGE_KEYS).explode().drop_nulls().str.ends_with('"').all() if layout.conversations else pl.lit(True)
-    found = search.str.contains(_sought(layout, first_batch, "")).any()
+    flagged = search.str.contains("|".join(_flag_patterns(layout, first_batch).values())).any()
     keys = "|".join(re.escape(c) for c in layout.nested)
     given = search.str.count_matches(rf'"(?:{keys})"{_SPACE}:{_SPACE}[^n\s]').sum() if keys else pl.lit(0, dtype=pl.UInt32)
-    watched = search.str.contains_any([f'"{c}"' for c in layout.watched]).any() if layout.watched else pl.lit(False)
+    return pl.LazyFrame({"text": text}).select(flagged.alias("flagged"), paired.alias("paired"), given.alias("given"))
+
+
+def _flag_patterns(layout: _Layout, first_batch: bool) -> dict[str, str]:
+    """What a block is searched for, by name, each the pattern of something rare (a block is searched for all of
+    them at once, in one pass over its bytes, and for each apart only when one is found: :func:`_flags`):
+    ``found``, what the batch path may read otherwise (:func:`_sought`: any ``\\u`` taken for an escape);
+    ``watched``, a watched key (:class:`_Layout`); ``counts``, a count only checked that may be invalid
+    (:func:`_invalid_counts`), or what keeps groups of counts from being read as text (see
+    :func:`_grouped_counts`)."""
+    patterns = {"found": _sought(layout, first_batch, "")}
+    if layout.watched:
+        patterns["watched"] = "|".join(re.escape(f'"{c}"') for c in layout.watched)
     if layout.meta_checked:
-        counts = search.str.contains(_invalid_counts()).any()
+        patterns["counts"] = _invalid_counts()
     elif layout.meta_read:
-        counts = search.str.contains(f"{_groups_not_objects()}|{_QUOTE_IN_KEY}").any()
-    else:
-        counts = pl.lit(False)
-    return pl.LazyFrame({"text": text}).select(
-        found.alias("found"), paired.alias("paired"), given.alias("given"), watched.alias("watched"),
-        counts.alias("counts"),
-    )
+        patterns["counts"] = f"{_groups_not_objects()}|{_QUOTE_IN_KEY}"
+    return patterns
+
+
+def _flags(text: pl.Series, layout: _Layout, first_batch: bool) -> dict[str, bool]:
+    """Which of :func:`_flag_patterns` a block's text holds."""
+    search = pl.col("text")
+    patterns = _flag_patterns(layout, first_batch)
+    return pl.LazyFrame({"text": text}).select(search.str.contains(p).any().alias(name) for name, p in patterns.items()).collect().row(0, named=True)
 
 
 #: A key with a quote in it (escaped: ``\\"`` or ``\\u0022``), on the bytes: polars renders keys as text without
