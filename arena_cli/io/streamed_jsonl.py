@@ -22,11 +22,11 @@ Every scalar is then read as text, as the batch path reads it; conversations, wh
 of ``{role, content}``, else as the roles of their messages only (their texts, most of a log's bytes, are only
 checked, on the bytes: :func:`_searched`); ``conv_metadata``, when the caller wants its counts, as a struct of
 them with integer leaves (a count that is no integer literal is an error, so that no row is read otherwise than the
-batch path reads it), else only checked: as a struct of no fields (whether it is an object), its counts on the
-bytes (:func:`_invalid_counts`), and as text where they may be invalid (:func:`_meta_counts_valid`). Each block is
-validated by
-:func:`canonicalize`, the batch path's own validation, so the battles, the rejections and their details are the
-batch path's; only the original text of a rejected line is taken from the block.
+batch path reads it), its groups of counts (``header_count_a``) read as text and parsed where they can be
+(:func:`_grouped_counts`); else only checked: as a struct of no fields (whether it is an object), its counts on
+the bytes (:func:`_invalid_counts`), and as text where they may be invalid (:func:`_meta_counts_valid`). Each
+block is validated by :func:`canonicalize`, the batch path's own validation, so the battles, the rejections and
+their details are the batch path's; only the original text of a rejected line is taken from the block.
 
 What polars (2.1) does with what a log may hold, read with an explicit schema, and what is done about it:
 
@@ -567,9 +567,12 @@ _QUOTE_IN_KEY = r'(?:\\"|\\u0022)(?:[^"\\]|\\.)*"\s*:'
 def _grouped_counts(frame: pl.DataFrame, layout: _Layout) -> pl.DataFrame | None:
     """The block read with the groups of counts of ``conv_metadata`` as text (:meth:`_Layout.again`), those groups
     parsed: the frame a read of them as structs gives; None unless every group read is an object of exactly its
-    counts, in the order of ``meta_groups``, each of at most 15 digits (then the block is read with structs). A
-    block whose bytes hold a count in another form (``1.0``, which polars renders ``1``) or a key with a quote in
-    it is read with structs (:func:`_searched`), so that a parse of the text is one of the bytes' integers."""
+    counts, in the order of ``meta_groups``, each of at most 15 digits (then the block is read with structs).
+
+    polars renders a number as text in its decimal digits: a whole number in another form (``1.0``, ``1e3``) reads
+    as that number, as the batch path reads it (a double, every whole number of up to 15 digits exact); any other
+    (``1.5``, ``-1``, ``true``, a string) does not parse. A block whose bytes hold a group that is not an object
+    (a string reads as its text) or a key with a quote in it is read with structs (:func:`_flag_patterns`)."""
     column = layout.meta_read
     assert column is not None
     typed = layout.schema[column]
