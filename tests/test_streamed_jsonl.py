@@ -613,6 +613,23 @@ def test_the_counts_of_a_clean_log_are_parsed_from_their_groups_text(tmp_path, m
     assert result.battles["meta_h6_b"].to_list() == [i % 7 for i in range(40)]
 
 
+def test_counts_parsed_from_text_are_those_of_structs_whatever_the_column_is_named(tmp_path):
+    """The groups of counts parsed from their text give the frame a read of them as structs gives, nulls (a null
+    group, a null or absent ``conv_metadata``) included, also when a mapping takes ``conv_metadata`` from a column
+    named as one of its own groups."""
+    votes = [_vote(i) for i in range(6)]
+    votes[1]["conv_metadata"]["list_count_b"] = None
+    votes[2]["conv_metadata"] = None
+    del votes[3]["conv_metadata"]
+    path = tmp_path / "votes.jsonl"
+    path.write_text("".join(json.dumps({"header_count_a" if k == "conv_metadata" else k: v for k, v in vote.items()}) + "\n" for vote in votes))
+    layout = streamed_jsonl._layout(path, "jsonl", InputOptions(mapping={"conv_metadata": "header_count_a"}), STYLED)
+    assert layout is not None and layout.meta_read == "header_count_a"
+    as_text, as_structs = (pl.read_ndjson(path, schema=layout.again(False, counts)) for counts in (False, True))
+    parsed = streamed_jsonl._grouped_counts(as_text, layout)
+    assert parsed is not None and parsed.equals(as_structs)
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("style, texts", [("none", False), ("both", False), ("both", True)])
 def test_a_fit_of_a_fastchat_log_is_streamed(tmp_path, monkeypatch, style, texts, layout):

@@ -579,7 +579,7 @@ def _grouped_counts(frame: pl.DataFrame, layout: _Layout) -> pl.DataFrame | None
     assert isinstance(typed, pl.Struct)
     orders = dict(layout.meta_groups)
     meta = frame[column]
-    texts = meta.struct.unnest().with_columns(meta.is_not_null().alias(column))  # (no count is named as the column)
+    texts = meta.struct.unnest().with_columns(meta.is_not_null().alias(_PRESENT))
     captured = texts.lazy().select(
         pl.col(group).str.extract_groups(r"^\{" + ", ".join(f'"{re.escape(key)}": ([0-9]{{1,15}})' for key in keys) + r"\}$")
         .struct.rename_fields([f"{group}.{key}" for key in keys])
@@ -592,8 +592,12 @@ def _grouped_counts(frame: pl.DataFrame, layout: _Layout) -> pl.DataFrame | None
         if isinstance(f.dtype, pl.Struct) else pl.col(f.name)
         for f in typed.fields
     ]
-    parsed = pl.concat([texts, captured], how="horizontal").select(pl.when(pl.col(column)).then(pl.struct(fields)).alias(column))
+    parsed = pl.concat([texts, captured], how="horizontal").select(pl.when(pl.col(_PRESENT)).then(pl.struct(fields)).alias(column))
     return frame.with_columns(parsed[column])
+
+
+#: Whether a row's ``conv_metadata`` is there, beside its fields (none is so named) while its groups are parsed.
+_PRESENT = "__present__"
 
 
 def _sought(layout: _Layout, first_batch: bool, before: str) -> str:
