@@ -78,11 +78,11 @@ def test_a_command_run_builds_only_that_command_and_says_what_the_whole_app_says
     assert set(COMMANDS) | {"store"} == set(get_command(app).commands)  # type: ignore[attr-defined]
 
 
-def test_a_fit_sets_the_allocator_before_polars_loads_and_keeps_a_users_own(tmp_path):
-    """polars' allocator reads its settings once, when polars is loaded: a fit must set them first (freed pages
-    kept 5 s, for the next block of the read: ``READ_ALLOCATOR``; a command that bootstraps hands them back
-    within 200 ms, so that forked workers do not keep them: ``RESAMPLE_ALLOCATOR``) and keep a user's own."""
-    from arena_cli.commands.options import ALLOCATOR, READ_ALLOCATOR, RESAMPLE_ALLOCATOR
+def test_a_command_that_resamples_sets_the_allocator_before_polars_loads_and_keeps_a_users_own(tmp_path):
+    """polars' allocator reads its settings once, when polars is loaded: a command that bootstraps must set them
+    first (freed pages go back within 200 ms, so forked workers do not keep them: ``ALLOCATOR_SETTINGS``), keep
+    a user's own, and a command that does not resample leaves them as they are."""
+    from arena_cli.commands.options import ALLOCATOR_SETTINGS
 
     votes = _votes(tmp_path, 300)
     code = (
@@ -99,9 +99,8 @@ def test_a_fit_sets_the_allocator_before_polars_loads_and_keeps_a_users_own(tmp_
         "finally:\n"
         "    print(seen[0], file=sys.stderr)\n"
     )
-    name = ALLOCATOR
-    for ci, given, expected in (("bootstrap", None, RESAMPLE_ALLOCATOR), ("bootstrap", "narenas:2", "narenas:2"), ("none", None, READ_ALLOCATOR),
-                                ("none", "narenas:2", "narenas:2")):
+    name, value = ALLOCATOR_SETTINGS
+    for ci, given, expected in (("bootstrap", None, value), ("bootstrap", "narenas:2", "narenas:2"), ("none", None, "unset")):
         env = {k: v for k, v in os.environ.items() if k != name} | ({name: given} if given else {})
         done = subprocess.run([sys.executable, "-c", code, str(votes), name, ci], capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr

@@ -273,22 +273,19 @@ _INTERVAL_OPTIONS = [
 ]
 
 
-#: How long polars' allocator (jemalloc) keeps the pages a read freed before it hands them back to the system,
-#: where polars asks for 0.5 s (dirty) and 1 s (muzzy). A fit's read frees and takes again about as much for every
-#: block of the log, and each time the system hands back pages it must zero: a 1M-vote JSON-lines style fit spent
-#: 1 s of its 2.2 s of system time so. A fit keeps them 5 s (``READ_ALLOCATOR``: 7% less wall time there, 13 MB more
-#: memory at its peak). A command that resamples (``--ci bootstrap``) hands them back within 200 ms instead
-#: (``RESAMPLE_ALLOCATOR``): bootstrap workers, forked after the read, would each keep a copy of the pages freed by
-#: then (its whole process tree from a 1M-vote store, style fit, 610 → 448 MB PSS). Set as the options are parsed,
-#: before polars is first imported (jemalloc reads it once, at its first allocation); a value the user set is kept.
-ALLOCATOR = "_RJEM_MALLOC_CONF"
-READ_ALLOCATOR = "dirty_decay_ms:5000,muzzy_decay_ms:5000"
-RESAMPLE_ALLOCATOR = "dirty_decay_ms:200,muzzy_decay_ms:0"
+#: How long polars' allocator (jemalloc) keeps the pages a read freed before it hands them back: 10 s by default,
+#: so bootstrap workers, forked after the read, each keep a copy of the pages freed by then. A command that
+#: resamples (``--ci bootstrap``) has it return them within 200 ms: its whole process tree from a 1M-vote store,
+#: style fit, 610 → 448 MB (PSS). Not every command: a read of 10M votes or more then faults its pages in again
+#: and again (10-40% more system time). Set as the options are parsed, before polars is first imported (jemalloc
+#: reads it once, at its first allocation); a value the user set is kept.
+ALLOCATOR_SETTINGS = ("_RJEM_MALLOC_CONF", "dirty_decay_ms:200,muzzy_decay_ms:0")
 
 
 def _fit_options(*, style: str = "none", no_normalize: bool = False, anchor: str | None = None, **values: Any) -> FitOptions:
     options = FitOptions(style=style, normalize=not no_normalize, anchor=anchor or None, **values)
-    os.environ.setdefault(ALLOCATOR, RESAMPLE_ALLOCATOR if options.resolved().ci is CIMethod.bootstrap else READ_ALLOCATOR)
+    if options.resolved().ci is CIMethod.bootstrap:
+        os.environ.setdefault(*ALLOCATOR_SETTINGS)
     return options
 
 
