@@ -273,12 +273,14 @@ _INTERVAL_OPTIONS = [
 ]
 
 
-#: How long polars' allocator (jemalloc) keeps the pages a read freed before it hands them back: 10 s by default,
-#: so bootstrap workers, forked after the read, each keep a copy of the pages freed by then. A command that
-#: resamples (``--ci bootstrap``) has it return them within 200 ms: its whole process tree from a 1M-vote store,
-#: style fit, 610 → 448 MB (PSS). Not every command: a read of 10M votes or more then faults its pages in again
-#: and again (10-40% more system time). Set as the options are parsed, before polars is first imported (jemalloc
-#: reads it once, at its first allocation); a value the user set is kept.
+#: How long polars' allocator (jemalloc) keeps the pages a read freed before it hands them back: polars sets 0.5 s
+#: (dirty) and 1 s (muzzy) as it loads, so bootstrap workers, forked after the read, each keep a copy of the pages
+#: freed in the last second. A command that resamples (``--ci bootstrap``) has it return them within 200 ms: its
+#: whole process tree from a 1M-vote store, style fit, 610 → 448 MB (PSS). Not every command: a read of 10M votes
+#: or more then faults its pages in again and again (10-40% more system time). Nor longer for every fit: 5 s made
+#: a 1M-vote JSON-lines style fit 7% faster but a 10M-vote parquet one no faster, at 21% more peak memory. Set as
+#: the options are parsed, before polars is first imported (it appends this to its own; jemalloc reads it once, at
+#: its first allocation); a value the user set is kept.
 ALLOCATOR_SETTINGS = ("_RJEM_MALLOC_CONF", "dirty_decay_ms:200,muzzy_decay_ms:0")
 
 
