@@ -65,6 +65,7 @@ A field whose key first appears after the lines that decided the plan would chan
 from __future__ import annotations
 
 import codecs
+import functools
 import io
 import re
 from collections import deque
@@ -499,11 +500,15 @@ def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> pl.DataFra
         flagged, paired, given = searched.row(0)
         flags = _flags(text, layout, first_batch) if flagged else {}
         found, watched, counts = (flags.get(name, False) for name in ("found", "watched", "counts"))
+
+        def again(counts: bool) -> pl.DataFrame:  # the watched keys dropped after the read (dropped from the scan, they would not be read)
+            return scan(layout.again(watched, counts)).collect().drop(layout.watched if watched else ())
+
         if watched or counts:  # perhaps a value of a watched key or an invalid count: read again (see _Layout)
-            frame = scan(layout.again(watched, counts)).collect().drop(layout.watched if watched else ())  # (dropped from the scan, they would not be read)
+            frame = again(counts)
         if layout.meta_read and not counts:
             grouped = _grouped_counts(frame, layout)
-            frame = scan(layout.again(watched, True)).collect().drop(layout.watched if watched else ()) if grouped is None else grouped
+            frame = again(True) if grouped is None else grouped
     except (Exception, pl.exceptions.PanicException):
         return None
     if found and text.str.contains(_sought(layout, first_batch, _NOT_ESCAPED)).any() or not paired:
@@ -629,6 +634,7 @@ def _meta_counts_valid(meta: pl.Expr) -> pl.Expr:
     return meta.is_null() | meta.str.starts_with("{") & ~meta.str.contains(_invalid_counts())
 
 
+@functools.cache
 def _invalid_counts() -> str:
     """The pattern of a count that may be invalid, on a line's bytes (or on polars' rendering of the object as
     text): a key of a count :func:`meta_fields` reads given anything but a whole number from 0 to 10^15 - 1 in
@@ -640,6 +646,7 @@ def _invalid_counts() -> str:
     return rf'"(?:{counts})"{_SPACE}:{_SPACE}(?:[^0-9n\s]|[0-9]{{16}}|[0-9]+[.eE])|{_groups_not_objects()}'
 
 
+@functools.cache
 def _groups_not_objects() -> str:
     """The pattern of a key of a group of counts (``header_count_a``) given anything but an object or null, on a
     line's bytes: polars reads a group given as a string, read as text, as the string's text."""
