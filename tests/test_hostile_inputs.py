@@ -403,6 +403,39 @@ def test_typed_columns_polars_cannot_convert_are_rejected_or_kept_as_text(tmp_pa
         assert json.loads(from_file.stdout)["tables"]["leaderboard"] == json.loads(from_store.stdout)["tables"]["leaderboard"]
 
 
+@pytest.mark.parametrize("container", ["jsonl", "json"])
+def test_a_nested_model_name_beside_text_names_is_rejected_not_taken_as_its_json(tmp_path, container):
+    """A JSON log whose model name is an object or a list in some rows and text in others (so that the batch is
+    read line by line, every field as text): those rows are rejected as a wrong type, as in a batch where every
+    name is nested; a name that is text spelt like JSON stays a name. Ingest, a fit of the file and the Python API
+    agree."""
+    records = [
+        {"model_a": "x", "model_b": "y", "winner": "model_a"},
+        {"model_a": {"n": 1}, "model_b": "y", "winner": "model_a"},
+        {"model_a": '{"n":1}', "model_b": "y", "winner": "model_b"},
+        {"model_a": "y", "model_b": ["z"], "winner": "model_b"},
+        {"model_a": "x", "model_b": "y", "winner": "tie"},
+        {"model_a": "x", "model_b": '{"n":1}', "winner": "model_a"},
+    ]
+    path = tmp_path / f"v.{container}"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records) if container == "jsonl" else json.dumps(records))
+    assert arena("ingest", path, "--store", tmp_path / "s").exit_code == 0
+    assert [(row, reason, detail) for row, reason, detail in _quarantine(tmp_path / "s")] == [
+        (2, "wrong_type", "model_a: a list or an object, not text"), (4, "wrong_type", "model_b: a list or an object, not text")]
+    stored = Store.open(tmp_path / "s").read("battles", ["model_a", "model_b"])
+    assert sorted(set(stored["model_a"]) | set(stored["model_b"])) == ["x", "y", '{"n":1}']
+    from_file = arena("fit", path, "--ci", "none", "--min-battles", "1", "-f", "json")
+    from_store = arena("fit", "-s", tmp_path / "s", "--ci", "none", "--min-battles", "1", "-f", "json")
+    assert from_file.exit_code == from_store.exit_code == 0, (from_file.output, from_store.output)
+    assert json.loads(from_file.stdout)["tables"]["leaderboard"] == json.loads(from_store.stdout)["tables"]["leaderboard"]
+    assert "wrong_type 2" in from_file.stderr
+    from arena_cli import api
+    from arena_cli.io.options import Source
+
+    board = api.fit(Source((path,)), min_battles=1, ci="none").leaderboard
+    assert sorted(board["model"]) == sorted(m["model"] for m in json.loads(from_file.stdout)["tables"]["leaderboard"])
+
+
 def test_text_stored_as_bytes_reads_as_the_same_text(tmp_path):
     """A writer that stores strings as bytes (no UTF8 annotation): names trimmed and times parsed as text columns'
     are, so both files give the same battles and the same quarantine."""

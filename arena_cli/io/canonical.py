@@ -34,7 +34,7 @@ from arena_cli.io.fields import (
     typed_conversation,
     whole_number,
 )
-from arena_cli.io.readers import RAW, ROW
+from arena_cli.io.readers import NESTED, RAW, ROW
 from arena_cli.schema import BATTLE_SCHEMA, CONVERSATION, META_COLUMNS, QUARANTINE_SCHEMA, QuarantineReason, empty_quarantine, meta_paths
 
 
@@ -213,7 +213,8 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
     schema = batch.schema
     col = plan.columns
     out: dict[str, pl.Expr] = {}
-    names_not_text = {name: found for name in ("model_a", "model_b") if (found := not_text(col[name], schema[col[name]])) is not None}
+    nested = NESTED if NESTED in schema else None
+    names_not_text = {name: found for name in ("model_a", "model_b") if (found := not_text(col[name], schema[col[name]], nested)) is not None}
     for name in ("model_a", "model_b"):
         text = parse_text(col[name], schema[col[name]])
         if name in names_not_text:  # (a null nested value is no name either: missing)

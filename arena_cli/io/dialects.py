@@ -13,7 +13,7 @@ from arena_cli.errors import InputError
 from arena_cli.io.fields import decode_json
 from arena_cli.io.files import check_file, container_of, sniff_container
 from arena_cli.io.options import CONTAINERS, FORMATS, JUDGE_FORMATS, InputOptions
-from arena_cli.io.readers import RAW, ROW
+from arena_cli.io.readers import INTERNAL
 from arena_cli.schema import CONVERSATION, META_COLUMNS, OUTCOMES, WINNER_LABELS
 
 #: Fields a user can map with ``--map FIELD=COLUMN``.
@@ -61,7 +61,7 @@ def plan_for(columns: list[str], options: InputOptions, source: str, previous: P
     """Decide the plan from a source's columns. With ``previous`` (the plan of the source's earlier batches),
     columns that appear later are added to it, as extras or as fields it had no column for, and every
     earlier choice stands: a row's meaning never depends on its batch."""
-    present = [c for c in columns if c not in (ROW, RAW)]
+    present = [c for c in columns if c not in INTERNAL]
     if previous is not None:
         present = list(dict.fromkeys([*previous.columns.values(), *previous.extras, *present]))
         kaggle = previous.dialect == "kaggle"

@@ -52,11 +52,15 @@ def _decoded(value: bytes | None) -> str | None:
         return None
 
 
-def not_text(col: str, dtype: pl.DataType) -> tuple[pl.Expr, str] | None:
+def not_text(col: str, dtype: pl.DataType, nested: str | None = None) -> tuple[pl.Expr, str] | None:
     """For a field that must be text (a model name): per row, whether its value is present but no text (a list
-    or an object; bytes that are not UTF-8), and what it is; None for a type whose values are all text."""
+    or an object; bytes that are not UTF-8), and what it is; None for a type whose values are all text.
+    ``nested``: the column that names, row by row, the fields given a list or an object that a reader rendered
+    as text (:data:`~arena_cli.io.readers.NESTED`), when the batch has one."""
     if dtype.is_nested():
         return pl.col(col).is_not_null(), "a list or an object, not text"
+    if dtype == pl.String and nested is not None:
+        return pl.col(nested).list.contains(pl.lit(col, dtype=pl.String)).fill_null(False), "a list or an object, not text"
     if dtype == pl.Binary:
         return pl.col(col).is_not_null() & parse_text(col, dtype).is_null() & (pl.col(col).bin.size() > 0), "bytes that are not UTF-8"
     return None

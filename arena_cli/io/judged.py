@@ -27,7 +27,7 @@ from arena_cli.io.dialects import ARENA_COLUMNS
 from arena_cli.io.fields import json_text, parse_text
 from arena_cli.io.files import opened
 from arena_cli.io.options import JUDGE_FORMATS, InputOptions
-from arena_cli.io.readers import RAW, ROW, RawBatch
+from arena_cli.io.readers import INTERNAL, RAW, ROW, RawBatch
 from arena_cli.schema import CONVERSATION, META_COUNTS, QUARANTINE_SCHEMA, QuarantineReason
 
 ARENA_HARD, ALPACA_EVAL = JUDGE_FORMATS
@@ -125,11 +125,11 @@ class JudgeLog:
     def _check_fits(self, columns: Sequence[str]) -> None:
         extras = [name for name, value in (("--answers", self.options.answers), ("--judgment-baseline", self.options.judgment_baseline)) if value is not None]
         if extras and self.kind != ARENA_HARD:
-            raise InputError(f"{self.path}: {' and '.join(extras)} apply to arena-hard-auto judgment files; this is not one (fields: {', '.join(c for c in columns if c not in (ROW, RAW))})")
+            raise InputError(f"{self.path}: {' and '.join(extras)} apply to arena-hard-auto judgment files; this is not one (fields: {', '.join(c for c in columns if c not in INTERNAL)})")
         needed = {ARENA_HARD: ("model", "games"), ALPACA_EVAL: ("generator_1", "generator_2", "preference")}.get(self.kind or "", ())
         missing = [c for c in needed if c not in columns]
         if missing:
-            raise InputError(f"{self.path}: not {self.kind} records, no field {', '.join(missing)} (fields: {', '.join(c for c in columns if c not in (ROW, RAW))})")
+            raise InputError(f"{self.path}: not {self.kind} records, no field {', '.join(missing)} (fields: {', '.join(c for c in columns if c not in INTERNAL)})")
 
 
 # ----------------------------------------------------------------------------------- arena-hard-auto
@@ -390,7 +390,7 @@ def _fields(frame: pl.DataFrame) -> Callable[[str], pl.Expr]:
 
 def _passed(frame: pl.DataFrame, consumed: Sequence[str]) -> list[str]:
     """A record's fields that are no field of the vote, kept as they are."""
-    return [c for c in frame.columns if c not in (ROW, RAW, *consumed) and c not in _CANONICAL_NAMES]
+    return [c for c in frame.columns if c not in (*INTERNAL, *consumed) and c not in _CANONICAL_NAMES]
 
 
 def _kept(frame: pl.DataFrame, consumed: Sequence[str]) -> list[pl.Expr]:
@@ -398,7 +398,7 @@ def _kept(frame: pl.DataFrame, consumed: Sequence[str]) -> list[pl.Expr]:
     would read the name as a canonical field (a ``weight`` of an annotation is not the vote's weight)."""
     return [
         *[pl.col(c) for c in _passed(frame, consumed)],
-        *[pl.col(c).alias(f"extra_{c}") for c in frame.columns if c in _CANONICAL_NAMES and c not in (ROW, RAW, *consumed)],
+        *[pl.col(c).alias(f"extra_{c}") for c in frame.columns if c in _CANONICAL_NAMES and c not in (*INTERNAL, *consumed)],
     ]
 
 

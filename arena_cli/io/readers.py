@@ -34,6 +34,12 @@ from arena_cli.schema import QUARANTINE_SCHEMA, QuarantineReason
 
 ROW = "__row"
 RAW = "__raw"
+#: The top-level fields of each row given a list or an object, when a batch read by Python's json module
+#: (:func:`_python_objects_frame`) renders them as text beside rows that give them text: so that validation tells
+#: a model name ``{"n": 1}`` (no name) from the name ``"{\"n\": 1}"``.
+NESTED = "__nested"
+#: The columns a reader adds to a source's own.
+INTERNAL = (ROW, RAW, NESTED)
 DEFAULT_BATCH_ROWS = 200_000
 
 
@@ -193,7 +199,7 @@ def _quarantine_line(bad: _Bad, row: int, text: str, error: ValueError) -> None:
 def _python_objects_frame(rows: Sequence[int], texts: list[str], bad: _Bad) -> pl.DataFrame:
     """The slow path, for a batch polars cannot read as one frame (a field with different shapes in different
     rows, a number polars refuses): parse line by line, quarantine the lines that are not JSON objects, and
-    give every field as text, nested values as exact JSON text."""
+    give every field as text, nested values as exact JSON text (and which they are: :data:`NESTED`)."""
     kept_rows: list[int] = []
     kept_texts: list[str] = []
     values: list[dict] = []
@@ -207,6 +213,9 @@ def _python_objects_frame(rows: Sequence[int], texts: list[str], bad: _Bad) -> p
         kept_texts.append(text)
     keys = dict.fromkeys(k for value in values for k in value)
     frame = pl.DataFrame({k: [_as_text(v.get(k)) for v in values] for k in keys}, schema={k: pl.String for k in keys})
+    nested = [[k for k, item in value.items() if isinstance(item, (dict, list))] for value in values]
+    if any(nested):
+        frame = frame.with_columns(pl.Series(NESTED, nested, dtype=pl.List(pl.String)))
     return _numbered(frame, kept_rows, pl.Series(RAW, kept_texts, dtype=pl.String))
 
 
