@@ -352,11 +352,13 @@ class _Format:
     """How the streamed read reads a container: ``blocks``, the file in blocks of whole JSON lines, about ``size``
     bytes of it each, each in pieces of whole lines (None: the batch path reads it); ``counted``, the bytes of a
     block that the batch path counts towards the bytes of its first batch, at least (``blank``: whether the block
-    has blank lines); ``raw``, the text of a rejected line as the batch path quarantines it."""
+    has blank lines); ``raw``, the text of a rejected line as the batch path quarantines it; ``rows_are_lines``,
+    whether each line of a block is a row (none is blank), so that a block's rows are known before it is read."""
 
     blocks: Callable[[IO[bytes], int], Iterator[LineBlock | None]]
     counted: Callable[[list[bytes], bool], int]
     raw: Callable[[str], str]
+    rows_are_lines: bool = False
 
 
 #: Bytes of the pieces a block is in: polars reads them as one frame, but searches each on its own (a search in one
@@ -412,7 +414,7 @@ def _array_blocks(handle: IO[bytes], size: int) -> Iterator[LineBlock | None]:
 #: once it has written them again: none (its first batch is then told by rows alone, which only adds false alarms).
 _FORMATS = {
     "jsonl": _Format(_line_blocks, lambda pieces, blank: 0 if blank else sum(len(piece) - piece.count(b"\r") for piece in pieces), str),
-    "json": _Format(_array_blocks, lambda pieces, blank: 0, record_text),
+    "json": _Format(_array_blocks, lambda pieces, blank: 0, record_text, rows_are_lines=True),
 }
 
 
@@ -424,7 +426,8 @@ BLOCKS_AT_ONCE = 2
 def _blocks(path: Path, form: _Format, layout: _Layout, options: InputOptions, labels: dict[str, str]) -> Iterator[Block | None]:
     """Each block of the file, read (see :func:`_read_block`), in order: about ``batch_bytes`` of whole lines at a
     time, :data:`BLOCKS_AT_ONCE` at once, but one at a time while a block may hold lines of the batch path's first
-    batch (whether it does depends on the rows of the blocks before)."""
+    batch (whether it does depends on the rows of the blocks before), unless its rows are its lines (a JSON
+    array's records: :class:`_Format`)."""
     first = 1
     rows = counted = 0  # rows read, and bytes of them the batch path counts, at least (while it may matter)
     with opened(path) as handle, ThreadPoolExecutor(BLOCKS_AT_ONCE) as pool:
@@ -440,9 +443,9 @@ def _blocks(path: Path, form: _Format, layout: _Layout, options: InputOptions, l
             if lines is None:
                 yield None
                 return
-            if not first_batch:
-                reading.append(pool.submit(_read_block, lines, first, layout, labels, str(path), False, form.raw))
-                first += lines.lines
+            if not first_batch or form.rows_are_lines:
+                reading.append(pool.submit(_read_block, lines, first, layout, labels, str(path), first_batch, form.raw))
+                first, rows = first + lines.lines, rows + lines.lines  # (a JSON array's bytes are never counted)
                 continue
             block = _read_block(lines, first, layout, labels, str(path), True, form.raw)
             yield block
