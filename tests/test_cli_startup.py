@@ -78,13 +78,18 @@ def test_a_command_run_builds_only_that_command_and_says_what_the_whole_app_says
     assert set(COMMANDS) | {"store"} == set(get_command(app).commands)  # type: ignore[attr-defined]
 
 
-def test_a_command_that_resamples_sets_the_allocator_before_polars_loads_and_keeps_a_users_own(tmp_path):
+def test_a_command_sets_the_allocator_before_polars_loads_for_what_it_does_and_keeps_a_users_own(tmp_path):
     """polars' allocator reads its settings once, when polars is loaded: a command that bootstraps must set them
-    first (freed pages go back within 200 ms, so forked workers do not keep them: ``ALLOCATOR_SETTINGS``), keep
-    a user's own, and a command that does not resample leaves them as they are."""
-    from arena_cli.commands.options import ALLOCATOR_SETTINGS
+    first (freed pages go back within 200 ms, so forked workers do not keep them: ``RESAMPLE_ALLOCATOR``); one
+    that reads only JSON files and does not resample keeps them 5 s (``JSON_READ_ALLOCATOR``); a user's own is
+    kept, and a command that reads parquet without resampling leaves them as they are."""
+    import polars as pl
+
+    from arena_cli.commands.options import ALLOCATOR, JSON_READ_ALLOCATOR, RESAMPLE_ALLOCATOR
 
     votes = _votes(tmp_path, 300)
+    lines = tmp_path / "votes.log"
+    pl.read_parquet(votes).write_ndjson(lines)
     code = (
         "import os, sys\n"
         "seen, setting, ci = [], sys.argv[2], sys.argv[3]\n"
@@ -92,19 +97,28 @@ def test_a_command_that_resamples_sets_the_allocator_before_polars_loads_and_kee
         "    def find_spec(self, name, path=None, target=None):\n"
         "        if name == 'polars': seen.append(os.environ.get(setting, 'unset'))\n"
         "sys.meta_path.insert(0, Watch())\n"
-        "sys.argv = ['arena', 'fit', sys.argv[1], '--ci', ci, '--rounds', '20', '--workers', '2', '-o', os.devnull]\n"
+        "sys.argv = ['arena', 'fit', sys.argv[1], '--ci', ci, '--rounds', '20', '--workers', '2', '-o', os.devnull, *sys.argv[4:]]\n"
         "from arena_cli.cli import main\n"
         "try:\n"
         "    main()\n"
         "finally:\n"
         "    print(seen[0], file=sys.stderr)\n"
     )
-    name, value = ALLOCATOR_SETTINGS
-    for ci, given, expected in (("bootstrap", None, value), ("bootstrap", "narenas:2", "narenas:2"), ("none", None, "unset")):
-        env = {k: v for k, v in os.environ.items() if k != name} | ({name: given} if given else {})
-        done = subprocess.run([sys.executable, "-c", code, str(votes), name, ci], capture_output=True, text=True, env=env)
+    cases = [
+        (votes, "bootstrap", None, RESAMPLE_ALLOCATOR), (votes, "bootstrap", "narenas:2", "narenas:2"), (votes, "none", None, "unset"),
+        (lines, "none", None, JSON_READ_ALLOCATOR, "--input-format", "jsonl"), (lines, "bootstrap", None, RESAMPLE_ALLOCATOR, "--input-format", "jsonl"),
+        (lines, "none", "narenas:2", "narenas:2", "--input-format", "jsonl"), (votes, "none", None, "unset", "--input-format", "parquet"),
+    ]
+    for path, ci, given, expected, *options in cases:
+        env = {k: v for k, v in os.environ.items() if k != ALLOCATOR} | ({ALLOCATOR: given} if given else {})
+        done = subprocess.run([sys.executable, "-c", code, str(path), ALLOCATOR, ci, *options], capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
-        assert done.stderr.strip().splitlines()[-1] == expected, (ci, given)
+        assert done.stderr.strip().splitlines()[-1] == expected, (path.name, ci, given)
+    named = tmp_path / "votes.jsonl"
+    lines.rename(named)
+    done = subprocess.run([sys.executable, "-c", code, str(named), ALLOCATOR, "none"], capture_output=True, text=True,
+                          env={k: v for k, v in os.environ.items() if k != ALLOCATOR})
+    assert done.stderr.strip().splitlines()[-1] == JSON_READ_ALLOCATOR
 
 
 def test_the_arena_command_starts_openblas_without_threads_before_numpy_loads_and_keeps_a_users_own(tmp_path):

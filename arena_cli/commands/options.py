@@ -25,6 +25,7 @@ import typer
 
 from arena_cli.bounds import Bounds
 from arena_cli.errors import OptionError
+from arena_cli.io.files import container_of
 from arena_cli.io.options import (
     COUNTS, DEFAULT_ENCODING, DEFAULT_RECIPE, DEFAULT_STRONG_WEIGHT, FORMATS, LOCK_WAIT, RECIPES, STRONG_WEIGHT, BattleFilter, FeatureOptions, InputOptions, Source,
 )
@@ -206,7 +207,11 @@ _INPUT_PARAMETERS = [
 
 
 def _source(sources: list[Path] | None, store: Path | None, **input_values: Any) -> Source:
-    return Source(tuple(sources or ()), store, input_options(**input_values))
+    source = Source(tuple(sources or ()), store, input_options(**input_values))
+    named = source.input.fmt == "auto"  # else --input-format says (a judge's format too: not read so)
+    if source.files and all((container_of(path) if named else source.input.fmt) in ("jsonl", "json") for path in source.files):
+        _allocate(JSON_READ_ALLOCATOR)
+    return source
 
 
 #: FILES or --store, and how to read the files: every command that reads battles.
@@ -273,21 +278,35 @@ _INTERVAL_OPTIONS = [
 ]
 
 
-#: How long polars' allocator (jemalloc) keeps the pages a read freed before it hands them back: polars sets 0.5 s
-#: (dirty) and 1 s (muzzy) as it loads, so bootstrap workers, forked after the read, each keep a copy of the pages
-#: freed in the last second. A command that resamples (``--ci bootstrap``) has it return them within 200 ms: its
-#: whole process tree from a 1M-vote store, style fit, 610 → 448 MB (PSS). Not every command: a read of 10M votes
-#: or more then faults its pages in again and again (10-40% more system time). Nor longer for every fit: 5 s made
-#: a 1M-vote JSON-lines style fit 7% faster but a 10M-vote parquet one no faster, at 21% more peak memory. Set as
-#: the options are parsed, before polars is first imported (it appends this to its own; jemalloc reads it once, at
-#: its first allocation); a value the user set is kept.
-ALLOCATOR_SETTINGS = ("_RJEM_MALLOC_CONF", "dirty_decay_ms:200,muzzy_decay_ms:0")
+#: polars' allocator (jemalloc): how long it keeps the pages a read freed before it hands them back. polars sets
+#: 0.5 s (dirty) and 1 s (muzzy) as it loads. Set as the options are parsed, before polars is first imported (it
+#: appends this to its own; jemalloc reads it once, at its first allocation); a value the user set is kept.
+ALLOCATOR = "_RJEM_MALLOC_CONF"
+#: A command that resamples (``--ci bootstrap``): bootstrap workers, forked after the read, would each keep a copy
+#: of the pages freed in the last second; returned within 200 ms, a 1M-vote style fit's process tree from a store
+#: takes 610 → 448 MB (PSS). Not every command: a read of 10M votes or more then faults its pages in again and
+#: again (10-40% more system time).
+RESAMPLE_ALLOCATOR = "dirty_decay_ms:200,muzzy_decay_ms:0"
+#: A command that reads only JSON files (lines or arrays), and does not resample: their read takes a block's worth
+#: of pages again and again, zeroed, after polars handed them back; kept 5 s, a 100k-vote JSON-lines style fit
+#: with texts is 7% faster at 40 MB more at its peak. Not parquet: a 10M-vote parquet fit was no faster so, at
+#: 21% more peak memory.
+JSON_READ_ALLOCATOR = "dirty_decay_ms:5000,muzzy_decay_ms:5000"
+#: Whether the user set the allocator's settings (as the command started): then no command sets them.
+_USERS_ALLOCATOR = ALLOCATOR in os.environ
+
+
+def _allocate(setting: str) -> None:
+    """Set polars' allocator to ``setting`` unless the user set it (a later call overrides an earlier one's:
+    a fit's options are parsed after its source, and resampling weighs more than the read)."""
+    if not _USERS_ALLOCATOR:
+        os.environ[ALLOCATOR] = setting
 
 
 def _fit_options(*, style: str = "none", no_normalize: bool = False, anchor: str | None = None, **values: Any) -> FitOptions:
     options = FitOptions(style=style, normalize=not no_normalize, anchor=anchor or None, **values)
     if options.resolved().ci is CIMethod.bootstrap:
-        os.environ.setdefault(*ALLOCATOR_SETTINGS)
+        _allocate(RESAMPLE_ALLOCATOR)
     return options
 
 
