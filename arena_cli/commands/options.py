@@ -297,9 +297,9 @@ _USERS_ALLOCATOR = ALLOCATOR in os.environ
 
 
 def _allocate(setting: str) -> None:
-    """Set polars' allocator to ``setting`` unless the user set it (a later call overrides an earlier one's:
-    a fit's options are parsed after its source, and resampling weighs more than the read)."""
-    if not _USERS_ALLOCATOR:
+    """Set polars' allocator to ``setting`` unless the user set it, or a command's other options asked for
+    :data:`RESAMPLE_ALLOCATOR` (its workers' memory weighs more than the read's speed), whichever is parsed first."""
+    if not _USERS_ALLOCATOR and os.environ.get(ALLOCATOR) != RESAMPLE_ALLOCATOR:
         os.environ[ALLOCATOR] = setting
 
 
