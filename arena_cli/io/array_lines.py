@@ -21,7 +21,8 @@ So the file must be a ``[`` (after white space and a byte-order mark), objects s
 (anything but one JSON object is an error, and the file goes to the batch reader), but for what it reads
 otherwise than Python's json module: a raw control character in a string (a raw line end would be the end of a
 line to polars; Python refuses them all); and a record nested deeper than
-:data:`~arena_cli.io.json_bytes.DEEPEST`, which the batch reader quarantines.
+:data:`~arena_cli.io.json_bytes.DEEPEST`, which the batch reader quarantines (found here where the records'
+strings are found, else by the streamed read, on the lines made).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import IO
 
 import numpy as np
 
-from arena_cli.io.json_bytes import CONTROL, DEEPEST, STEP, deeper, escaped_quotes, marks, nesting, positions
+from arena_cli.io.json_bytes import CONTROL, DEEPEST, STEP, deeper, escaped_quotes, marks, positions
 
 _TAB, _NEWLINE, _SPACE = b"\t\n "
 _LBRACKET, _RBRACKET, _LBRACE, _RBRACE, _COMMA = b"[]{},"
@@ -193,16 +194,16 @@ def _record_ends(text: np.ndarray, begun: bool) -> np.ndarray | None:
     return ends
 
 
-def _split_lines(text: np.ndarray, ends: np.ndarray) -> tuple[int, int, bool] | None:
+def _split_lines(text: np.ndarray, ends: np.ndarray) -> tuple[int, int, bool]:
     """A block of one record a line (``ends``, see :func:`_record_ends`) made JSON lines in place, up to the comma
     before its last line end (the rest carried to the next block, whose first byte it is), as :func:`_split` gives
-    them: each comma a line end, each line end and the first byte a space. None for a record nested deeper than
-    :data:`~arena_cli.io.json_bytes.DEEPEST`, found on the lines made (as on JSON lines)."""
+    them: each comma a line end, each line end and the first byte a space. (A record nested deeper than
+    :data:`~arena_cli.io.json_bytes.DEEPEST` is found on the lines made, as on JSON lines.)"""
     used = int(ends[-1])
     text[ends - 1] = _NEWLINE
     text[ends[:-1]] = _SPACE
     text[0] = _SPACE
-    return None if nesting(text[:used].data, DEEPEST).max() > DEEPEST else (used, len(ends), False)
+    return used, len(ends), False
 
 
 def _separators(text: np.ndarray, at: np.ndarray, kinds: np.ndarray) -> np.ndarray | None:

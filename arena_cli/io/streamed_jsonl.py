@@ -35,7 +35,7 @@ What polars (2.1) does with what a log may hold, read with an explicit schema, a
   one followed by another escape: an error, even in a field not read; then the batch path reads the file
   (:attr:`ReadPath.LEAN`), and quarantines the line as it always did;
 * a line nested deeper than :data:`~arena_cli.io.json_bytes.DEEPEST` (512) levels, but not 1,024: read, even in a
-  field not read; found here on the bytes of each block (:func:`_line_blocks`), and the batch path reads the file
+  field not read; found here on the bytes of each block (:func:`_too_deep`), and the batch path reads the file
   (and quarantines the line);
 * a lone high surrogate escape followed by anything but an escape (``"\\ud800x"``): read as a NUL character,
   without an error, even by the batch path's polars read; found here on the bytes (:data:`_LONE_HIGH`), and the
@@ -361,6 +361,7 @@ class _Format:
     rows_are_lines: bool = False
 
 
+_NEWLINE = ord("\n")
 #: Bytes of the pieces a block is in: polars reads them as one frame, but searches each on its own (a search in one
 #: value takes four times its size in memory, and is slower).
 _PIECE_BYTES = 4 << 20
@@ -368,8 +369,7 @@ _PIECE_BYTES = 4 << 20
 
 def _line_blocks(handle: IO[bytes], size: int) -> Iterator[LineBlock | None]:
     """A JSON-lines file in blocks of whole lines, about ``size`` bytes each (its byte-order mark dropped), in pieces
-    of whole lines, about :data:`_PIECE_BYTES` each, with their lines counted; None, and no more, at a line nested deeper than
-    :data:`~arena_cli.io.json_bytes.DEEPEST`, which the batch path quarantines (polars reads it, up to 1,024 levels).
+    of whole lines, about :data:`_PIECE_BYTES` each, with their lines counted.
 
     The file is read into one buffer of a piece's size, over and over (the rest of its last line moved to its start;
     a larger buffer while a line longer than it is read), so that a block costs one copy: its pieces."""
@@ -384,11 +384,7 @@ def _line_blocks(handle: IO[bytes], size: int) -> Iterator[LineBlock | None]:
         if cut > start:
             with memoryview(buffer) as view:
                 block.append(bytes(view[start:cut]))
-            depths = nesting(block[-1], DEEPEST)  # of each line the piece's line ends end, and of the text after the last
-            if depths.max() > DEEPEST:
-                yield None
-                return
-            held, ends = held + cut - start, ends + len(depths) - 1
+            held, ends = held + cut - start, ends + int(np.count_nonzero(np.frombuffer(block[-1], dtype=np.uint8) == _NEWLINE))
         if block and (held >= size or ended):
             yield LineBlock(block, ends + (not block[-1].endswith(b"\n")))
             block, held, ends = [], 0, 0
@@ -499,7 +495,9 @@ def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> pl.DataFra
             return pl.scan_ndjson(sources, schema=schema)
 
         # read and searched at once, on polars' threads
-        frame, searched = pl.collect_all([scan(layout.again(False, False)), _searched(text, layout, first_batch)])
+        frame, searched, marks = pl.collect_all([scan(layout.again(False, False)), _searched(text, layout, first_batch), _marks(text)])
+        if _too_deep(pieces, marks):
+            return None
         flagged, paired, given = searched.row(0)
         flags = _flags(text, layout, first_batch) if flagged else {}
         found, watched, counts = (flags.get(name, False) for name in ("found", "watched", "counts"))
@@ -519,6 +517,26 @@ def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> pl.DataFra
     frame = frame.rechunk()  # a chunk per few dozen lines: validation's expressions cost several times more on them
     unusual, values = frame.select(_unusual(layout, frame.schema).any(), pl.sum_horizontal(0, *(pl.col(c).is_not_null().sum() for c in layout.nested))).row(0)
     return None if unusual or given != values else frame
+
+
+def _marks(text: pl.Series) -> pl.LazyFrame:
+    """Where the opening brackets and braces (in strings or not) and the line ends of each piece of a block are
+    (found as bytes are by ``memchr``: several times faster than a scan of every byte), for :func:`_too_deep`."""
+    search = pl.col("text")
+    return pl.LazyFrame({"text": text}).select(search.str.find_many(["{", "["]).alias("openings"), search.str.find_many(["\n"]).alias("ends"))
+
+
+def _too_deep(pieces: list[bytes], marks: pl.DataFrame) -> bool:
+    """Whether a line of a block (in ``pieces``, with their :func:`_marks`) nests deeper than
+    :data:`~arena_cli.io.json_bytes.DEEPEST`, which the batch path quarantines (polars reads it, up to 1,024
+    levels, even in a field not read). A line so deep has more opening brackets than that (in strings or not): only
+    a piece with such a line is scanned for its strings (:func:`~arena_cli.io.json_bytes.nesting`)."""
+    for piece, openings, ends in zip(pieces, marks["openings"], marks["ends"]):
+        bounds = np.append(ends.to_numpy(), len(piece))  # each line's end, and the text after the last
+        before = np.searchsorted(openings.to_numpy(), bounds)  # opening brackets before each end
+        if np.diff(before, prepend=0).max() > DEEPEST and nesting(piece, DEEPEST).max() > DEEPEST:
+            return True
+    return False
 
 
 def _searched(text: pl.Series, layout: _Layout, first_batch: bool) -> pl.LazyFrame:
