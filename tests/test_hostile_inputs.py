@@ -727,3 +727,19 @@ def test_text_that_reads_select_in_a_literal_is_no_subquery(where):
     from arena_cli.io.battles import where_expression
 
     where_expression(where)
+
+
+def test_a_parquet_column_of_decimals_polars_cannot_read_is_named_not_called_damage(tmp_path):
+    """A 256-bit decimal (40 digits) makes polars refuse the whole file: ingest says which column and what to do,
+    in one line, exit 3, the store untouched; a fit, which reads only the columns it needs, reads the file."""
+    from pathlib import Path
+
+    path = Path(__file__).parent / "fixtures" / "parquet" / "decimal256.parquet"
+    ingested = arena("ingest", path, "--store", tmp_path / "s")
+    assert ingested.exit_code == 3
+    assert ingested.stderr.strip().splitlines() == [
+        f"error: {path}: column price is a decimal of 40 digits, and polars reads at most 38: write it as text or a float "
+        "(or leave it out), then read the file again; nothing was ingested, the store is unchanged"]
+    fitted = arena("fit", path, "--ci", "none", "--min-battles", "1", "-f", "json")
+    assert fitted.exit_code == 0, fitted.output
+    assert sorted(row["model"] for row in json.loads(fitted.stdout)["tables"]["leaderboard"]) == ["a", "b", "c"]

@@ -1,5 +1,5 @@
 """What a parquet file's footer says that polars does not: where its row groups are (their rows, and the bytes
-of each column).
+of each column); and which of its columns polars cannot read at all (:func:`wide_decimals`).
 
 Why: polars reads a slice of a row group by decoding the whole of it, so a reader that batches a file must cut it
 at row-group boundaries (:func:`row_groups`). The footer is Thrift's compact protocol
@@ -56,7 +56,26 @@ def _leaf(chunk: dict[int, Any]) -> tuple[str, int]:
 MAX_FOOTER_BYTES = 8 << 20
 
 
-def _decoded_footer(path: Path) -> dict[int, Any] | None:
+#: The most digits a decimal polars reads may have (its decimals are 128-bit).
+MAX_DECIMAL_DIGITS = 38
+#: The parts of ``FileMetaData`` :func:`wide_decimals` reads: its schema's elements (field 2), each one's name (4)
+#: and, for a decimal, its precision (8).
+_SCHEMA = {2: {4: True, 8: True}}
+
+
+def wide_decimals(path: Path) -> list[tuple[str, int]]:
+    """The columns of a parquet file that are decimals of more than :data:`MAX_DECIMAL_DIGITS` digits (a 256-bit
+    decimal, which polars refuses to read, the whole file with it), by name, with their digits; none when its
+    footer cannot be read."""
+    try:
+        metadata = _decoded_footer(path, _SCHEMA)
+    except (OSError, ValueError, IndexError, KeyError, TypeError, struct.error, RecursionError):
+        return []
+    elements = [] if metadata is None else metadata.get(2, [])
+    return [(e.get(4, b"").decode("utf-8", "replace"), e[8]) for e in elements if e.get(8, 0) > MAX_DECIMAL_DIGITS]
+
+
+def _decoded_footer(path: Path, wanted: dict[int, Any] | None = None) -> dict[int, Any] | None:
     with open(path, "rb") as handle:
         size = handle.seek(0, 2)
         if size < 12:
@@ -71,7 +90,7 @@ def _decoded_footer(path: Path) -> dict[int, Any] | None:
         if length > MAX_FOOTER_BYTES:
             return None
         handle.seek(size - 8 - length)
-        return _Compact(handle.read(length)).read_struct(WANTED)
+        return _Compact(handle.read(length)).read_struct(wanted or WANTED)
 
 
 #: The parts of ``FileMetaData`` this module reads, by field id (a nested dict: the fields wanted of a struct, or of

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 from arena_cli.errors import InputError
 from arena_cli.io.files import check_file, local_path, opened, parquet_content, scan_parquet, text_content
-from arena_cli.io.footer import RowGroup, row_groups
+from arena_cli.io.footer import MAX_DECIMAL_DIGITS, RowGroup, row_groups, wide_decimals
 from arena_cli.io.json_bytes import DEEPEST, SCAN_BYTES, Brackets, nesting, positions
 from arena_cli.io.options import BATCH_BYTES
 from arena_cli.schema import QUARANTINE_SCHEMA, QuarantineReason
@@ -716,8 +716,14 @@ PARQUET_ERRORS = (Exception, pl.exceptions.PanicException)
 
 
 def corrupt_parquet(path: Path, error: BaseException) -> InputError:
-    """The one-line error for a parquet file polars cannot read (its messages can run to several lines)."""
+    """The one-line error for a parquet file polars cannot read (its messages can run to several lines): one that
+    names the column of a type polars cannot read, when that is why, else damage."""
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    wide = wide_decimals(path) if "precision must be between" in first else []
+    if wide:
+        name, digits = wide[0]
+        return InputError(f"{path}: column {name} is a decimal of {digits} digits, and polars reads at most {MAX_DECIMAL_DIGITS}: "
+                          "write it as text or a float (or leave it out), then read the file again")
     return InputError(f"{path}: corrupt or truncated parquet ({first})")
 
 
