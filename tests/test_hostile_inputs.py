@@ -743,3 +743,19 @@ def test_a_parquet_column_of_decimals_polars_cannot_read_is_named_not_called_dam
     fitted = arena("fit", path, "--ci", "none", "--min-battles", "1", "-f", "json")
     assert fitted.exit_code == 0, fitted.output
     assert sorted(row["model"] for row in json.loads(fitted.stdout)["tables"]["leaderboard"]) == ["a", "b", "c"]
+    piped = arena("ingest", "-", "-i", "parquet", "--store", tmp_path / "s", input=path.read_bytes())
+    assert piped.exit_code == 3 and "-: column price is a decimal of 40 digits" in piped.stderr, piped.stderr
+
+
+@pytest.mark.parametrize("name", ["__row", "__raw", "__nested"])
+@pytest.mark.parametrize("container", ["jsonl", "json", "csv", "parquet"])
+def test_a_field_named_as_a_readers_own_column_is_refused_in_one_line(tmp_path, name, container):
+    """A source field named as a column the readers add would collide with it or be taken for it (a ``__nested``
+    list for the reader's marks of nested values): exit 3, one line naming it, nothing stored."""
+    frame = pl.DataFrame({"model_a": ["a", "b"], "model_b": ["b", "a"], "winner": ["model_a", "tie"], name: ["x", "y"]})
+    path = tmp_path / f"v.{container}"
+    {"jsonl": frame.write_ndjson, "json": frame.write_json, "csv": frame.write_csv, "parquet": frame.write_parquet}[container](path)
+    ingested = arena("ingest", path, "--store", tmp_path / "s")
+    assert ingested.exit_code == 3
+    assert ingested.stderr.strip().splitlines() == [
+        f"error: {path}: a field is named {name}, a name arena-cli keeps for its own use; rename it; nothing was ingested, the store is unchanged"]

@@ -400,6 +400,36 @@ def test_alpaca_eval_records_that_are_no_votes_are_quarantined_with_reasons(tmp_
     assert source["stored"] == 1 and source["quarantined_by_reason"] == "missing_model 1, no_verdict 1, self_battle 1, wrong_type 3"
 
 
+@pytest.mark.parametrize("mixed", [True, False], ids=["beside text names", "every name nested"])
+def test_a_judge_log_model_name_that_is_a_list_or_an_object_rejects_its_record(tmp_path, mixed):
+    """A model name given as an object or a list is no name (its JSON text would be taken for one): its record is
+    a wrong type, named, in a batch whose other names are text (read line by line) and in one where all are nested
+    (read with their types)."""
+    games = [{"score": "A>B"}, {"score": "B>A"}]
+    hard = [{"uid": "u1", "model": {"n": 1}, "category": "hard_prompt", "games": games},
+            {"uid": "u2", "model": "m", "baseline": ["b"], "category": "hard_prompt", "games": games}]
+    alpaca = [{"generator_1": {"n": 1}, "generator_2": "m", "preference": 1, "instruction": "i1"},
+              {"generator_1": "base", "generator_2": ["m"], "preference": 2, "instruction": "i2"}]
+    if mixed:
+        hard.append({"uid": "u3", "model": "m", "category": "hard_prompt", "games": games})
+        alpaca.append({"generator_1": "base", "generator_2": "m", "preference": 1, "instruction": "i3"})
+    else:
+        hard, alpaca = hard[:1], alpaca[:1]
+    for kind, records, names in (("arena-hard", hard, ["model", "baseline"]), ("alpaca-eval", alpaca, ["generator_1", "generator_2"])):
+        path = tmp_path / kind / "log.jsonl"
+        path.parent.mkdir()
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+        result = runner.invoke(app, ["ingest", str(path), "--store", str(tmp_path / kind / "store"), "-f", "json", "-i", kind])
+        assert result.exit_code == 0, result.output
+        from arena_cli.io.store import Store
+
+        quarantine = Store.open(tmp_path / kind / "store").read("quarantine", ["source_row", "reason", "detail"]).sort("source_row")
+        expected = [(row, "wrong_type", f"{name}: a list or an object, not text") for row, name in zip((1, 2), names)][: len(records) - mixed]
+        assert quarantine.rows() == expected, kind
+        stored = json.loads(result.stdout)["tables"]["sources"][0]["stored"]
+        assert stored == (2 if kind == "arena-hard" else 1) * mixed
+
+
 @pytest.mark.parametrize(("args", "needle"), [
     (["-i", "arena-hard", "{dir}"], "no judgment files"),
     (["-i", "alpaca-eval", "{dir}"], "no annotations.json"),

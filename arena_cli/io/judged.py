@@ -24,10 +24,10 @@ import polars as pl
 
 from arena_cli.errors import InputError
 from arena_cli.io.dialects import ARENA_COLUMNS
-from arena_cli.io.fields import json_text, parse_text
+from arena_cli.io.fields import json_text, not_text, parse_text
 from arena_cli.io.files import opened
 from arena_cli.io.options import JUDGE_FORMATS, InputOptions
-from arena_cli.io.readers import INTERNAL, RAW, ROW, RawBatch
+from arena_cli.io.readers import INTERNAL, NESTED, RAW, ROW, RawBatch
 from arena_cli.schema import CONVERSATION, META_COUNTS, QUARANTINE_SCHEMA, QuarantineReason
 
 ARENA_HARD, ALPACA_EVAL = JUDGE_FORMATS
@@ -146,8 +146,9 @@ def arena_hard_votes(frame: pl.DataFrame, path: Path, options: InputOptions) -> 
         pl.when(category.is_null()).then(pl.lit(V01_BASELINE)),
     )
     games = json_text(pl.col("games")) if frame.schema.get("games", pl.String).is_nested() else field("games")
+    not_names, name_problems = _names_not_text(frame, ("model", "baseline"))
     lines = frame.select(
-        ROW, RAW,
+        ROW, RAW, *not_names,
         pl.coalesce(field("uid"), field("question_id")).alias("question_id"),
         field("model").alias("model"), baseline.alias("baseline"), category.alias("category"),
         pl.coalesce(field("judge"), pl.lit(_folder_judge(path), dtype=pl.String)).alias("judge"),
@@ -163,6 +164,7 @@ def arena_hard_votes(frame: pl.DataFrame, path: Path, options: InputOptions) -> 
         pl.col(f"__label{k}").replace_strict(verdicts, default=None, return_dtype=pl.String).alias(f"__outcome{k}") for k in (1, 2)
     )
     line_problems = [
+        *name_problems,
         (QuarantineReason.WRONG_TYPE, pl.col("question_id").is_null(), pl.lit("uid: missing (the id of the judged prompt)")),
         (QuarantineReason.MISSING_MODEL, pl.col("model").is_null(), pl.lit("model: missing or empty")),
         (QuarantineReason.MISSING_MODEL, pl.col("baseline").is_null(), pl.format(
@@ -215,8 +217,9 @@ def alpaca_eval_votes(frame: pl.DataFrame, path: Path, options: InputOptions) ->
     number = pl.col("preference").cast(pl.Float64, strict=False) if dtype.is_numeric() else given.cast(pl.Float64, strict=False)
     instruction = field("instruction")
     judge = pl.lit(path.parent.name if path.name == "annotations.json" else None, dtype=pl.String)
+    not_names, name_problems = _names_not_text(frame, ("generator_1", "generator_2"))
     records = frame.select(
-        ROW, RAW,
+        ROW, RAW, *not_names,
         field("generator_1").alias("generator_1"), field("generator_2").alias("generator_2"),
         pl.coalesce(field("annotator"), judge).alias("judge"), field("dataset").alias("category"),
         instruction.alias("__instruction"), given.alias("__given"), number.alias("__p"),
@@ -225,6 +228,7 @@ def alpaca_eval_votes(frame: pl.DataFrame, path: Path, options: InputOptions) ->
     )
     p = pl.col("__p")
     problems = [
+        *name_problems,
         (QuarantineReason.MISSING_MODEL, pl.col("generator_1").is_null() | pl.col("generator_2").is_null(), pl.lit("generator_1 or generator_2 is missing or empty")),
         (QuarantineReason.SELF_BATTLE, pl.col("generator_1") == pl.col("generator_2"), pl.lit("generator_1 == generator_2")),
         (QuarantineReason.NO_VERDICT, pl.col("__given").is_null(), pl.lit("preference: null (the annotator gave no verdict)")),
@@ -386,6 +390,16 @@ def _fields(frame: pl.DataFrame) -> Callable[[str], pl.Expr]:
         return parse_text(name, frame.schema[name]) if name in frame.columns else pl.lit(None, dtype=pl.String)
 
     return field
+
+
+def _names_not_text(frame: pl.DataFrame, names: Sequence[str]) -> tuple[list[pl.Expr], list[tuple[QuarantineReason, pl.Expr, pl.Expr]]]:
+    """For the fields of a record that name a model: per record, whether one is a list or an object (or bytes not
+    UTF-8), no name, as columns (``__<name>_not_text``) and the problems that reject their records, as the arena
+    dialect rejects such a name (its JSON text is no name)."""
+    nested = NESTED if NESTED in frame.columns else None
+    found = {name: flag for name in names if name in frame.columns and (flag := not_text(name, frame.schema[name], nested)) is not None}
+    columns = [flag.fill_null(False).alias(f"__{name}_not_text") for name, (flag, _) in found.items()]
+    return columns, [(QuarantineReason.WRONG_TYPE, pl.col(f"__{name}_not_text"), pl.lit(f"{name}: {what}")) for name, (_, what) in found.items()]
 
 
 def _passed(frame: pl.DataFrame, consumed: Sequence[str]) -> list[str]:

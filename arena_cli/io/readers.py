@@ -14,7 +14,7 @@ import io
 import json
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -40,6 +40,14 @@ RAW = "__raw"
 NESTED = "__nested"
 #: The columns a reader adds to a source's own.
 INTERNAL = (ROW, RAW, NESTED)
+
+
+def refuse_internal_names(source: str | Path, columns: Iterable[str]) -> None:
+    """A source field named as a column the readers add (:data:`INTERNAL`) would collide with it or be taken for
+    it: an input error, before anything is read as it."""
+    taken = [c for c in columns if c in INTERNAL]
+    if taken:
+        raise InputError(f"{source}: a field is named {taken[0]}, a name arena-cli keeps for its own use; rename it")
 DEFAULT_BATCH_ROWS = 200_000
 
 
@@ -213,10 +221,9 @@ def _python_objects_frame(rows: Sequence[int], texts: list[str], bad: _Bad) -> p
         kept_texts.append(text)
     keys = dict.fromkeys(k for value in values for k in value)
     frame = pl.DataFrame({k: [_as_text(v.get(k)) for v in values] for k in keys}, schema={k: pl.String for k in keys})
+    numbered = _numbered(frame, kept_rows, pl.Series(RAW, kept_texts, dtype=pl.String), bad.source)
     nested = [[k for k, item in value.items() if isinstance(item, (dict, list))] for value in values]
-    if any(nested):
-        frame = frame.with_columns(pl.Series(NESTED, nested, dtype=pl.List(pl.String)))
-    return _numbered(frame, kept_rows, pl.Series(RAW, kept_texts, dtype=pl.String))
+    return numbered.with_columns(pl.Series(NESTED, nested, dtype=pl.List(pl.String))) if any(nested) else numbered
 
 
 #: Lines a batch that polars cannot read is cut into, piece by piece, to find the lines at fault; a piece of at
@@ -249,7 +256,7 @@ def _objects_frame(rows: np.ndarray, data: bytes, lines: pl.Series, bad: _Bad) -
     at fault are found by reading pieces of the batch, those that are not JSON objects are quarantined, and
     the rest are read as a whole again (line by line when that fails too, or when no line was at fault)."""
     try:
-        return _numbered(_json_objects_frame(data, lines), rows, lines)
+        return _numbered(_json_objects_frame(data, lines), rows, lines, bad.source)
     except _Uneven:
         return _python_objects_frame(rows.tolist(), lines.to_list(), bad)
     except Exception:
@@ -268,7 +275,7 @@ def _objects_frame(rows: np.ndarray, data: bytes, lines: pl.Series, bad: _Bad) -
     if not keep.all():
         rows, lines, data = rows[keep], lines.filter(keep), _kept(data, ends, keep)
         try:
-            frame = _numbered(_json_objects_frame(data, lines), rows, lines)
+            frame = _numbered(_json_objects_frame(data, lines), rows, lines, bad.source)
         except Exception:
             pass
     if frame is None:
@@ -308,7 +315,7 @@ def _parse_lines(source: str, rows: np.ndarray, data: bytes) -> RawBatch:
             bad.add(int(rows[line]), QuarantineReason.UNPARSEABLE, f"nested deeper than {DEEPEST} levels", lines[line].encode("utf-8", errors="surrogatepass"))
         rows, lines, data, depths = rows[~deep], lines.filter(~deep), _kept(data, _ends(lines), ~deep), depths[~deep]
     if not len(rows):
-        return RawBatch(_numbered(pl.DataFrame(), rows, lines), bad.frame())
+        return RawBatch(_numbered(pl.DataFrame(), rows, lines, source), bad.frame())
     if depths.max() > INFERRED_DEEPEST:
         return RawBatch(_python_objects_frame(rows.tolist(), lines.to_list(), bad), bad.frame())
     return RawBatch(_objects_frame(rows, data, lines, bad), bad.frame())
@@ -337,8 +344,9 @@ def _lines_of(data: bytes, count: int) -> pl.Series | None:
     return lines
 
 
-def _numbered(frame: pl.DataFrame, rows: Sequence[int] | np.ndarray, lines: pl.Series) -> pl.DataFrame:
+def _numbered(frame: pl.DataFrame, rows: Sequence[int] | np.ndarray, lines: pl.Series, source: str) -> pl.DataFrame:
     """Add the row numbers and original lines (a frame of no fields, from ``{}`` lines, gets them alone)."""
+    refuse_internal_names(source, frame.columns)
     numbered = pl.DataFrame({ROW: pl.Series(rows, dtype=pl.Int64), RAW: lines.cast(pl.String)})
     return pl.concat([frame, numbered], how="horizontal") if frame.width else numbered
 
@@ -653,6 +661,7 @@ def read_csv(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, batch_bytes: int 
             raise InputError(f"{path}: the CSV header has bytes that are not UTF-8 text (or NUL characters): {_shown(header)}")
         if len(set(header)) != len(header):
             raise InputError(f"{path}: duplicate column names in the CSV header")
+        refuse_internal_names(path, header)
         width = len(header)
         columns: list[list[str | None]] = [[] for _ in range(width)]
         rows: list[int] = []
@@ -719,7 +728,7 @@ def corrupt_parquet(path: Path, error: BaseException) -> InputError:
     """The one-line error for a parquet file polars cannot read (its messages can run to several lines): one that
     names the column of a type polars cannot read, when that is why, else damage."""
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    wide = wide_decimals(path) if "precision must be between" in first else []
+    wide = wide_decimals(local_path(path)) if "precision must be between" in first else []
     if wide:
         name, digits = wide[0]
         return InputError(f"{path}: column {name} is a decimal of {digits} digits, and polars reads at most {MAX_DECIMAL_DIGITS}: "
@@ -754,6 +763,7 @@ def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list
     parquet_content(path)
     try:
         lazy = scan_parquet(path)
+        refuse_internal_names(path, lazy.collect_schema() if columns is None else columns)
         if columns is not None:
             lazy = lazy.select(columns)
         total = lazy.select(pl.len()).collect().item()
@@ -765,6 +775,8 @@ def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list
             raise ValueError(f"{total} rows, its row groups {sum(group.rows for group in groups)}")
         else:
             windows = parquet_windows(groups, columns, batch_rows, batch_bytes)
+    except InputError:
+        raise
     except PARQUET_ERRORS as error:
         raise corrupt_parquet(path, error) from None
     for start, rows in windows:
