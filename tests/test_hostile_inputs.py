@@ -759,3 +759,16 @@ def test_a_field_named_as_a_readers_own_column_is_refused_in_one_line(tmp_path, 
     assert ingested.exit_code == 3
     assert ingested.stderr.strip().splitlines() == [
         f"error: {path}: a field is named {name}, a name arena-cli keeps for its own use; rename it; nothing was ingested, the store is unchanged"]
+
+
+def test_a_field_named_as_a_readers_own_column_after_the_first_lines_is_refused_by_a_fit_as_by_ingest(tmp_path):
+    """A fit reads a long JSON-lines log streamed, with only the fields it needs: a reader's own name met in a later
+    line (null, even) is refused as ingest refuses it, not skipped."""
+    lines = [{"model_a": f"m{i % 5}", "model_b": f"m{(i + 1) % 5}", "winner": "model_a" if i % 3 else "tie"} for i in range(3000)]
+    lines[2500]["__row"] = None
+    path = tmp_path / "v.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    for command in (["fit", path, "--ci", "none"], ["ingest", path, "--store", tmp_path / "s"]):
+        result = arena(*command)
+        assert result.exit_code == 3, result.output
+        assert f"{path}: a field is named __row, a name arena-cli keeps for its own use; rename it" in result.stderr

@@ -88,7 +88,7 @@ from arena_cli.io.json_bytes import DEEPEST, nesting
 from arena_cli.io.judged import JudgeLog
 from arena_cli.io.lean import VALIDATED, LeanIds, lean_plan, select_wanted
 from arena_cli.io.options import InputOptions
-from arena_cli.io.readers import ROW, LineSpans, read_batches, record_text
+from arena_cli.io.readers import INTERNAL, ROW, LineSpans, read_batches, record_text
 from arena_cli.io.results import IngestResult, ReadPath, SourceSummary
 from arena_cli.schema import BATTLE_SCHEMA, CONVERSATION, META_COLUMNS, Frame, conform, empty_quarantine, meta_paths
 
@@ -179,7 +179,8 @@ class _Layout:
     :func:`canonicalize`, and :func:`~arena_cli.schema.conform` gives an absent field null (or its default); an
     extra that no caller wants is dropped. Not so for keys whose mere presence, with null values only, changes the
     battles, searched for on the bytes too: ``column_keys``, extras the caller wants (a key given only nulls still
-    gives the battles a column, where an absent one gives none); ``first_batch_keys``, keys that would take a
+    gives the battles a column, where an absent one gives none), and the names of the columns the batch path's
+    readers add, which it refuses as a source's (:data:`~arena_cli.io.readers.INTERNAL`); ``first_batch_keys``, keys that would take a
     field the plan maps from another column (``id`` before ``question_id``) or make the log Kaggle's, in the lines
     of the batch path's first batch, which decide its plan. Both as the text searched for: a key in quotes, or
     what keys share (Kaggle's winner columns: ``"winner_model_``).
@@ -291,7 +292,7 @@ def _layout(path: Path, container: str, options: InputOptions, columns: Sequence
     plan = Plan(plan.dialect, {k: v for k, v in plan.columns.items() if k not in checked}, plan.extras)
     text = tuple(c for c, dtype in schema.items() if dtype == pl.String)
     schema.update({c: pl.Null() for c in watched})
-    column_text = tuple(f'"{c}"' for c in column_keys)
+    column_text = tuple(f'"{c}"' for c in [*column_keys, *INTERNAL])  # (the batch path refuses a field so named)
     meta_groups = () if meta_checked else meta_groups
     return _Layout(plan, schema, text, watched, column_text, tuple(searched), full.columns.get("battle_id"), meta_checked, meta_groups)
 
