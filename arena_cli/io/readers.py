@@ -40,6 +40,7 @@ RAW = "__raw"
 NESTED = "__nested"
 #: The columns a reader adds to a source's own.
 INTERNAL = (ROW, RAW, NESTED)
+DEFAULT_BATCH_ROWS = 200_000
 
 
 def refuse_internal_names(source: str | Path, columns: Iterable[str]) -> None:
@@ -48,7 +49,6 @@ def refuse_internal_names(source: str | Path, columns: Iterable[str]) -> None:
     taken = [c for c in columns if c in INTERNAL]
     if taken:
         raise InputError(f"{source}: a field is named {taken[0]}, a name arena-cli keeps for its own use; rename it")
-DEFAULT_BATCH_ROWS = 200_000
 
 
 @dataclass(frozen=True)
@@ -256,11 +256,13 @@ def _objects_frame(rows: np.ndarray, data: bytes, lines: pl.Series, bad: _Bad) -
     at fault are found by reading pieces of the batch, those that are not JSON objects are quarantined, and
     the rest are read as a whole again (line by line when that fails too, or when no line was at fault)."""
     try:
-        return _numbered(_json_objects_frame(data, lines), rows, lines, bad.source)
+        read: pl.DataFrame | None = _json_objects_frame(data, lines)
     except _Uneven:
         return _python_objects_frame(rows.tolist(), lines.to_list(), bad)
     except Exception:
-        pass
+        read = None
+    if read is not None:  # (numbered outside the try: a field named as a reader's column is the user's error)
+        return _numbered(read, rows, lines, bad.source)
     ends = _ends(lines)
     keep = np.ones(len(rows), dtype=bool)
     faulty = _Bad(bad.source)
@@ -275,9 +277,11 @@ def _objects_frame(rows: np.ndarray, data: bytes, lines: pl.Series, bad: _Bad) -
     if not keep.all():
         rows, lines, data = rows[keep], lines.filter(keep), _kept(data, ends, keep)
         try:
-            frame = _numbered(_json_objects_frame(data, lines), rows, lines, bad.source)
+            frame = _json_objects_frame(data, lines)
         except Exception:
             pass
+        else:
+            frame = _numbered(frame, rows, lines, bad.source)
     if frame is None:
         frame = _python_objects_frame(rows.tolist(), lines.to_list(), faulty)
     bad.extend_by_row(faulty)

@@ -180,10 +180,10 @@ class _Layout:
     extra that no caller wants is dropped. Not so for keys whose mere presence, with null values only, changes the
     battles, searched for on the bytes too: ``column_keys``, extras the caller wants (a key given only nulls still
     gives the battles a column, where an absent one gives none), and the names of the columns the batch path's
-    readers add, which it refuses as a source's (:data:`~arena_cli.io.readers.INTERNAL`); ``first_batch_keys``, keys that would take a
-    field the plan maps from another column (``id`` before ``question_id``) or make the log Kaggle's, in the lines
-    of the batch path's first batch, which decide its plan. Both as the text searched for: a key in quotes, or
-    what keys share (Kaggle's winner columns: ``"winner_model_``).
+    readers add, which it refuses as a source's (:data:`~arena_cli.io.readers.INTERNAL`); ``first_batch_keys``,
+    keys that would take a field the plan maps from another column (``id`` before ``question_id``) or make the log
+    Kaggle's, in the lines of the batch path's first batch, which decide its plan. Both as the text searched for:
+    a key in quotes, or what keys share (Kaggle's winner columns: ``"winner_model_``).
 
     ``meta_checked``: the ``conv_metadata`` column when the caller wants none of its counts, read as a struct of no
     fields (decoding its counts costs more than the rest of a line, rendering it as text half as much): validation
