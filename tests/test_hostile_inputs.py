@@ -729,22 +729,27 @@ def test_text_that_reads_select_in_a_literal_is_no_subquery(where):
     where_expression(where)
 
 
-def test_a_parquet_column_of_decimals_polars_cannot_read_is_named_not_called_damage(tmp_path):
-    """A 256-bit decimal (40 digits) makes polars refuse the whole file: ingest says which column and what to do,
-    in one line, exit 3, the store untouched; a fit, which reads only the columns it needs, reads the file."""
+@pytest.mark.parametrize("fixture, column", [("decimal256.parquet", "price"), ("decimal256-in-struct.parquet", "meta.price")])
+def test_a_parquet_column_of_decimals_polars_cannot_read_is_named_not_called_damage(tmp_path, fixture, column):
+    """A 256-bit decimal (40 digits) makes polars refuse the whole file, or, within a struct, read wrong values and
+    panic: ingest says which column and what to do, in one line, exit 3, the store untouched; a fit, which reads
+    only the columns it needs, reads the file, and names the column when it needs it."""
     from pathlib import Path
 
-    path = Path(__file__).parent / "fixtures" / "parquet" / "decimal256.parquet"
+    path = Path(__file__).parent / "fixtures" / "parquet" / fixture
     ingested = arena("ingest", path, "--store", tmp_path / "s")
     assert ingested.exit_code == 3
     assert ingested.stderr.strip().splitlines() == [
-        f"error: {path}: column price is a decimal of 40 digits, and polars reads at most 38: write it as text or a float "
+        f"error: {path}: column {column} is a decimal of 40 digits, and polars reads at most 38: write it as text or a float "
         "(or leave it out), then read the file again; nothing was ingested, the store is unchanged"]
+    assert not (tmp_path / "s").exists()
     fitted = arena("fit", path, "--ci", "none", "--min-battles", "1", "-f", "json")
     assert fitted.exit_code == 0, fitted.output
     assert sorted(row["model"] for row in json.loads(fitted.stdout)["tables"]["leaderboard"]) == ["a", "b", "c"]
+    filtered = arena("fit", path, "--ci", "none", "--min-battles", "1", "--where", f"{column.split('.')[0]} is not null")
+    assert filtered.exit_code == 3 and f"column {column} is a decimal of 40 digits" in filtered.stderr, filtered.stderr
     piped = arena("ingest", "-", "-i", "parquet", "--store", tmp_path / "s", input=path.read_bytes())
-    assert piped.exit_code == 3 and "-: column price is a decimal of 40 digits" in piped.stderr, piped.stderr
+    assert piped.exit_code == 3 and f"-: column {column} is a decimal of 40 digits" in piped.stderr, piped.stderr
 
 
 @pytest.mark.parametrize("name", ["__row", "__raw", "__nested"])

@@ -23,7 +23,7 @@ from arena_cli.io.options import InputOptions
 from arena_cli.io.duplicates import CONTENT_ID
 from arena_cli.io.fields import MAX_COUNT, field_path, may_leave_years, physical_range, typed_conversation
 from arena_cli.io.files import scan_parquet
-from arena_cli.io.readers import PARQUET_ERRORS, parquet_schema
+from arena_cli.io.readers import PARQUET_ERRORS, parquet_schema, refuse_wide_decimals
 from arena_cli.schema import META_COLUMNS, FrameT, meta_paths
 
 if TYPE_CHECKING:
@@ -137,6 +137,7 @@ def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> L
     if unread:  # read only to be checked, and no row can fail its checks: not read at all
         plan = Plan(plan.dialect, {k: v for k, v in plan.columns.items() if k not in unread}, plan.extras)
     read = [c for c in dict.fromkeys([*plan.columns.values(), *plan.extras]) if c in schema]
+    refuse_wide_decimals(path, {c: schema[c] for c in read})
     narrow = all(_numbers_only(schema[plan.columns[f]]) for f in TEXT_FIELDS if f in plan.columns) and not any(
         schema[c].is_nested() and not _numbers_only(schema[c]) for c in read
     )

@@ -14,7 +14,7 @@ import io
 import json
 import re
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -734,10 +734,33 @@ def corrupt_parquet(path: Path, error: BaseException) -> InputError:
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     wide = wide_decimals(local_path(path)) if "precision must be between" in first else []
     if wide:
-        name, digits = wide[0]
-        return InputError(f"{path}: column {name} is a decimal of {digits} digits, and polars reads at most {MAX_DECIMAL_DIGITS}: "
-                          "write it as text or a float (or leave it out), then read the file again")
+        return _wide_decimal(path, *wide[0])
     return InputError(f"{path}: corrupt or truncated parquet ({first})")
+
+
+def refuse_wide_decimals(path: Path, schema: Mapping[str, pl.DataType]) -> None:
+    """A decimal of more than :data:`MAX_DECIMAL_DIGITS` digits among the columns read (at any depth) is an input
+    error before anything is read: polars refuses such a column at the top level, but reads one within a struct,
+    with wrong values (and panics measuring it)."""
+    for name, dtype in schema.items():
+        found = _wide_decimal_in(name, dtype)
+        if found is not None:
+            raise _wide_decimal(path, *found)
+
+
+def _wide_decimal_in(path: str, dtype: PolarsDataType) -> tuple[str, int] | None:
+    if isinstance(dtype, pl.Decimal):
+        return (path, dtype.precision) if dtype.precision is not None and dtype.precision > MAX_DECIMAL_DIGITS else None
+    if isinstance(dtype, pl.Struct):
+        return next((found for field in dtype.fields if (found := _wide_decimal_in(f"{path}.{field.name}", field.dtype)) is not None), None)
+    if isinstance(dtype, (pl.List, pl.Array)):
+        return _wide_decimal_in(path, dtype.inner)
+    return None
+
+
+def _wide_decimal(path: Path, column: str, digits: int) -> InputError:
+    return InputError(f"{path}: column {column} is a decimal of {digits} digits, and polars reads at most {MAX_DECIMAL_DIGITS}: "
+                      "write it as text or a float (or leave it out), then read the file again")
 
 
 def parquet_schema(path: Path, scan: pl.LazyFrame | None = None) -> pl.Schema:
@@ -770,6 +793,7 @@ def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list
         refuse_internal_names(path, lazy.collect_schema() if columns is None else columns)
         if columns is not None:
             lazy = lazy.select(columns)
+        refuse_wide_decimals(path, lazy.collect_schema())
         total = lazy.select(pl.len()).collect().item()
         groups = row_groups(local_path(path))
         if groups is None:  # row groups too many to list: small ones, cut anywhere (each window about a batch on disk)
