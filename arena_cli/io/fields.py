@@ -22,6 +22,8 @@ def parse_text(col: str, dtype: pl.DataType) -> pl.Expr:
     expr = pl.col(col)
     if dtype == pl.String:
         expr = expr.str.strip_chars()
+    elif isinstance(dtype, (pl.Categorical, pl.Enum)):  # (a dictionary-encoded column of a parquet file, a pandas category)
+        expr = expr.cast(pl.String).str.strip_chars()
     elif dtype.is_nested():  # (a null too, as {"<col>":null}: stored and hashed so since the first version)
         expr = pl.struct(without_bytes(expr, dtype).alias(col)).struct.json_encode()
     elif dtype == pl.Binary:
@@ -62,7 +64,7 @@ def not_text(col: str, dtype: pl.DataType, nested: str | None = None) -> tuple[p
     if dtype == pl.String and nested is not None:
         return pl.col(nested).list.contains(pl.lit(col, dtype=pl.String)).fill_null(False), "a list or an object, not text"
     if dtype == pl.Binary:
-        return pl.col(col).is_not_null() & parse_text(col, dtype).is_null() & (pl.col(col).bin.size() > 0), "bytes that are not UTF-8"
+        return pl.col(col).is_not_null() & _utf8(pl.col(col)).is_null(), "bytes that are not UTF-8"
     return None
 
 
@@ -96,12 +98,18 @@ CONTROL_CHARACTER = r"[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\
 
 
 def control_names(batch: pl.DataFrame, column: str) -> list[str]:
-    """The distinct model names of a column, trimmed, that have a control character (few or none; a column of
-    another type than text has none)."""
-    if batch.schema[column] != pl.String:
+    """The distinct model names of a column, as text and trimmed (:func:`parse_text`), that have a control
+    character (few or none; a column of numbers has none, a nested one is no name)."""
+    dtype = batch.schema[column]
+    if not is_text_like(dtype):
         return []
-    names = batch.select(pl.col(column).unique()).select(parse_text(column, pl.String()))
+    names = batch.select(pl.col(column).unique()).select(parse_text(column, dtype))
     return names.filter(pl.col(column).str.contains(CONTROL_CHARACTER))[column].to_list()
+
+
+def is_text_like(dtype: PolarsDataType) -> bool:
+    """Whether a type's values are read as text as they are: text, dictionary-encoded text, bytes."""
+    return dtype in (pl.String, pl.Binary) or isinstance(dtype, (pl.Categorical, pl.Enum))
 
 
 def parse_timestamp(col: str, dtype: pl.DataType, texts: bool = True) -> pl.Expr:
@@ -183,10 +191,12 @@ def is_given(value: pl.Expr, dtype: PolarsDataType) -> pl.Expr:
 def _as_number(value: pl.Expr, dtype: PolarsDataType) -> pl.Expr:
     """A typed number or number text as a Float64; null for anything else (text that is no number, a boolean, a
     nested value)."""
-    if dtype.is_nested():
-        return pl.lit(None, dtype=pl.Float64)
     if dtype.is_numeric():
         return value.cast(pl.Float64, strict=False)
+    if dtype == pl.Binary:
+        value = _utf8(value)
+    elif not is_text_like(dtype):  # a nested value, a boolean, a time or a duration, an extension type's value
+        return pl.lit(None, dtype=pl.Float64)
     return value.cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
 
 
@@ -222,7 +232,9 @@ def parse_weight(col: str, dtype: pl.DataType) -> pl.Expr:
 def parse_boolean(col: str, dtype: pl.DataType) -> pl.Expr:
     if dtype == pl.Boolean:
         return pl.col(col)
-    text = pl.col(col).cast(pl.String).str.strip_chars().str.to_lowercase()
+    if not (dtype.is_numeric() or is_text_like(dtype)):
+        return pl.lit(None, dtype=pl.Boolean)
+    text = (_utf8(pl.col(col)) if dtype == pl.Binary else pl.col(col).cast(pl.String)).str.strip_chars().str.to_lowercase()
     return text.replace_strict({"true": True, "false": False, "1": True, "0": False, "1.0": True, "0.0": False, "yes": True, "no": False}, default=None, return_dtype=pl.Boolean)
 
 
@@ -230,13 +242,19 @@ def typed_conversation(col: str, dtype: pl.DataType) -> pl.Expr | None:
     """A typed column (parquet; nested JSON) as conversations, when it is a list of messages whose role and content
     are scalars; None for any other shape (content given as parts, ``[{type, text}]``, say), whose values are no
     conversation."""
-    inner = dtype.inner if isinstance(dtype, pl.List) else None
+    inner = dtype.inner if isinstance(dtype, (pl.List, pl.Array)) else None
     fields = {f.name: f.dtype for f in inner.fields} if isinstance(inner, pl.Struct) else {}
-    if {"role", "content"} <= set(fields) and not (fields["role"].is_nested() or fields["content"].is_nested()):
-        return pl.col(col).list.eval(pl.struct(pl.element().struct.field("role").cast(pl.String), pl.element().struct.field("content").cast(pl.String))).cast(CONVERSATION)
-    if inner == pl.Null:  # only empty lists (or lists of nulls) were seen: an empty list is an empty conversation
+    if {"role", "content"} <= set(fields) and all(_casts_to_text(fields[f]) for f in ("role", "content")):
+        messages = pl.col(col).arr.to_list() if isinstance(dtype, pl.Array) else pl.col(col)  # (a fixed-size list: as many messages in every row)
+        return messages.list.eval(pl.struct(pl.element().struct.field("role").cast(pl.String), pl.element().struct.field("content").cast(pl.String))).cast(CONVERSATION)
+    if isinstance(dtype, pl.List) and inner == pl.Null:  # only empty lists (or lists of nulls) were seen: an empty list is an empty conversation
         return pl.when(pl.col(col).list.len() == 0).then(pl.col(col).cast(CONVERSATION))
     return None
+
+
+def _casts_to_text(dtype: PolarsDataType) -> bool:
+    """Whether every value of a type is text as it is, or a number or a boolean (or null) that casts to text."""
+    return dtype != pl.Binary and (is_text_like(dtype) or dtype.is_numeric() or dtype in (pl.Boolean, pl.Null))
 
 
 def decode_json(series: pl.Series, dtype: pl.DataType) -> pl.Series:

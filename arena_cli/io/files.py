@@ -229,3 +229,24 @@ def read_ahead(items: Iterator[_T]) -> Iterator[_T]:
         while made := ahead.result():
             ahead = worker.submit(lambda: list(itertools.islice(items, 1)))
             yield made.pop()  # (not kept here: the caller alone holds it)
+
+
+@contextmanager
+def quiet_stderr() -> Iterator[None]:
+    """File descriptor 2 pointed at /dev/null meanwhile: a panic in polars' Rust code writes its message (and, with
+    ``RUST_BACKTRACE``, a backtrace) there before it is raised as an exception, which the caller turns into one
+    line. For a probe that may panic, made while nothing else writes there."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):  # no descriptor 2 (an embedding without one): nothing to quiet
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)

@@ -137,7 +137,7 @@ def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> L
     if unread:  # read only to be checked, and no row can fail its checks: not read at all
         plan = Plan(plan.dialect, {k: v for k, v in plan.columns.items() if k not in unread}, plan.extras)
     read = [c for c in dict.fromkeys([*plan.columns.values(), *plan.extras]) if c in schema]
-    refuse_wide_decimals(path, {c: schema[c] for c in read})
+    refuse_wide_decimals(path, scan, {c: schema[c] for c in read})
     narrow = all(_numbers_only(schema[plan.columns[f]]) for f in TEXT_FIELDS if f in plan.columns) and not any(
         schema[c].is_nested() and not _numbers_only(schema[c]) for c in read
     )

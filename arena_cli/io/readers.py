@@ -14,7 +14,7 @@ import io
 import json
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from polars._typing import PolarsDataType
 
 from arena_cli.errors import InputError
-from arena_cli.io.files import check_file, local_path, opened, parquet_content, scan_parquet, text_content
+from arena_cli.io.files import check_file, local_path, opened, parquet_content, quiet_stderr, scan_parquet, text_content
 from arena_cli.io.footer import MAX_DECIMAL_DIGITS, RowGroup, row_groups, wide_decimals
 from arena_cli.io.json_bytes import DEEPEST, SCAN_BYTES, Brackets, nesting, positions
 from arena_cli.io.options import BATCH_BYTES
@@ -735,26 +735,50 @@ def corrupt_parquet(path: Path, error: BaseException) -> InputError:
     wide = wide_decimals(local_path(path)) if "precision must be between" in first else []
     if wide:
         return _wide_decimal(path, *wide[0])
+    zone = re.search(r"unable to parse time zone: '([^']*)'", first)
+    if zone:
+        return InputError(f"{path}: a column's times have the time zone {zone[1]!r}, which polars cannot read (it reads UTC, named zones "
+                          "such as Asia/Kolkata, and offsets of whole hours): write them in UTC or with a named zone")
+    twice = re.search(r"column with name '(.*)' has more than one occurrence", first) if isinstance(error, pl.exceptions.DuplicateError) else None
+    if twice:
+        return InputError(f"{path}: two columns are named {twice[1]}: rename one")
+    if first == "not yet implemented":
+        return InputError(f"{path}: a column is of a type polars cannot read yet (a list view, say): write it as another type, or leave it out")
     return InputError(f"{path}: corrupt or truncated parquet ({first})")
 
 
-def refuse_wide_decimals(path: Path, schema: Mapping[str, pl.DataType]) -> None:
-    """A decimal of more than :data:`MAX_DECIMAL_DIGITS` digits among the columns read (at any depth) is an input
-    error before anything is read: polars refuses such a column at the top level, but reads one within a struct,
-    with wrong values (and panics measuring it)."""
+def refuse_wide_decimals(path: Path, scan: pl.LazyFrame, schema: Mapping[str, PolarsDataType]) -> None:
+    """Decimals polars cannot read among the columns read (``schema``, of ``scan``) are an input error before
+    anything is read: one of more than :data:`MAX_DECIMAL_DIGITS` digits at any depth (polars refuses it at the top
+    level, but reads it within a struct with wrong values); and a decimal within a struct, a list or a map that
+    polars cannot read (a 256-bit one of fewer digits: it panics), found by reading one row of such columns."""
     for name, dtype in schema.items():
-        found = _wide_decimal_in(name, dtype)
+        found = _decimal_in(name, dtype, lambda decimal: decimal.precision is not None and decimal.precision > MAX_DECIMAL_DIGITS)
         if found is not None:
-            raise _wide_decimal(path, *found)
+            raise _wide_decimal(path, found[0], found[1].precision or 0)
+    nested = {name: found for name, dtype in schema.items() if dtype.is_nested() and (found := _decimal_in(name, dtype, lambda _: True)) is not None}
+    if nested:
+        try:
+            with quiet_stderr():  # (a panic's message, and its backtrace, are written there before it is raised)
+                scan.select(list(nested)).head(1).collect().estimated_size()
+        except (pl.exceptions.PolarsError, pl.exceptions.PanicException):
+            column = next(iter(nested.values()))[0]
+            raise InputError(f"{path}: column {column} is a decimal within a struct, a list or a map that polars cannot read (a 256-bit "
+                             "decimal, say): write it as a 128-bit decimal, an integer or a float (or leave it out), then read the file "
+                             "again") from None
 
 
-def _wide_decimal_in(path: str, dtype: PolarsDataType) -> tuple[str, int] | None:
+def _decimal_in(path: str, dtype: PolarsDataType, wanted: Callable[[pl.Decimal], bool]) -> tuple[str, pl.Decimal] | None:
+    """The first decimal type within ``dtype`` (the type of the column or field at ``path``) that is ``wanted``, with
+    its dotted path."""
     if isinstance(dtype, pl.Decimal):
-        return (path, dtype.precision) if dtype.precision is not None and dtype.precision > MAX_DECIMAL_DIGITS else None
+        return (path, dtype) if wanted(dtype) else None
     if isinstance(dtype, pl.Struct):
-        return next((found for field in dtype.fields if (found := _wide_decimal_in(f"{path}.{field.name}", field.dtype)) is not None), None)
+        return next((found for field in dtype.fields if (found := _decimal_in(f"{path}.{field.name}", field.dtype, wanted)) is not None), None)
     if isinstance(dtype, (pl.List, pl.Array)):
-        return _wide_decimal_in(path, dtype.inner)
+        return _decimal_in(path, dtype.inner, wanted)
+    if isinstance(dtype, pl.Map):
+        return _decimal_in(path, dtype.key, wanted) or _decimal_in(path, dtype.value, wanted)
     return None
 
 
@@ -767,7 +791,8 @@ def parquet_schema(path: Path, scan: pl.LazyFrame | None = None) -> pl.Schema:
     """A parquet file's schema (from ``scan``, a scan of it, when given)."""
     parquet_content(path)
     try:
-        return (scan_parquet(path) if scan is None else scan).collect_schema()
+        with quiet_stderr():  # (polars panics on some types it cannot read: a time zone of a half-hour offset, a list view)
+            return (scan_parquet(path) if scan is None else scan).collect_schema()
     except PARQUET_ERRORS as error:
         raise corrupt_parquet(path, error) from None
 
@@ -790,10 +815,13 @@ def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list
     parquet_content(path)
     try:
         lazy = scan_parquet(path)
-        refuse_internal_names(path, lazy.collect_schema() if columns is None else columns)
+        refuse_internal_names(path, parquet_schema(path, lazy) if columns is None else columns)
         if columns is not None:
             lazy = lazy.select(columns)
-        refuse_wide_decimals(path, lazy.collect_schema())
+        schema = lazy.collect_schema()
+        refuse_wide_decimals(path, lazy, schema)
+        extensions = [name for name, dtype in schema.items() if isinstance(dtype, pl.Extension)]
+        lazy = lazy.with_columns(pl.col(name).ext.storage() for name in extensions)  # (an extension type's values as its storage type's)
         total = lazy.select(pl.len()).collect().item()
         groups = row_groups(local_path(path))
         if groups is None:  # row groups too many to list: small ones, cut anywhere (each window about a batch on disk)
