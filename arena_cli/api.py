@@ -390,6 +390,7 @@ def ingest(
     paths = [Path(f) for f in files]
     source = Source(tuple(paths), Path(store) if store is not None else None, input or InputOptions())
     check_sources(paths, source.input)  # a typo in a path or option must not leave an empty store behind
+    _refuse_files_in_store(paths, source.store_path)
     target = Store.open(source.store_path, create=True)
 
     def report(summaries: Sequence[SourceSummary], *notes: str) -> IngestReport:
@@ -407,6 +408,21 @@ def ingest(
         error.report = report(error.summaries, str(error))
         raise
     return report(summaries)
+
+
+def _refuse_files_in_store(paths: Sequence[Path], store: Path) -> None:
+    """A file in a folder of the store's tables is the store's to manage (a part not in its manifest is moved to
+    lost+found, a staging file's name is removed as a leftover): never read as a source, so never moved or
+    removed as one. A log kept in the store's directory itself is read, and so is a part set aside in its
+    lost+found, which nothing moves again (to bring its battles back)."""
+    from arena_cli.io.files import is_stdin
+    from arena_cli.io.manifest import LOST_AND_FOUND
+
+    root = store.resolve()
+    for path in paths:
+        folders = path.resolve().parent.parents
+        if not is_stdin(path) and root in folders and root / LOST_AND_FOUND not in [path.resolve().parent, *folders]:
+            raise InputError(f"{path}: a file in a folder of the store {store}, whose files the store manages: copy it out of the store, then ingest the copy")
 
 
 def compute_features(

@@ -823,3 +823,24 @@ def test_a_renamed_part_is_copied_where_the_file_system_has_no_hard_links(store,
     assert (store / LOST_AND_FOUND / "battles" / "part-1.parquet").read_bytes() == data
     assert data in [p.read_bytes() for p in Store.open(store).parts("battles")]
     assert check_store(store, deep=True).healthy and Store.open(store).rows("battles") == 36
+
+
+def test_a_file_in_a_folder_of_the_store_is_refused_as_a_source_and_kept(tmp_path):
+    """A file in the store's table folders is the store's to manage: given as a source (a part copied there, a file
+    named as a writer's staging file), it is refused in one line, exit 3, and kept where it is (an ingest removed the
+    staging-named file as a leftover, or moved the part to lost+found, then said there was no such file). A log in
+    the store's own directory, and a part set aside in its lost+found, are read."""
+    root = tmp_path / "store"
+    assert arena("ingest", write_votes(tmp_path / "a.jsonl", [vote(i) for i in range(10)]), "--store", root).exit_code == 0
+    published = part(root)
+    sources = [published.with_name(f".{published.name}.mine.tmp"), published.with_name(published.name.replace("part-000001", "part-000009"))]
+    for source in sources:
+        shutil.copyfile(published, source)
+        result = arena("ingest", source, "--store", root, "-i", "parquet")
+        assert result.exit_code == 3 and result.stderr.strip().splitlines() == [
+            f"error: {source}: a file in a folder of the store {root}, whose files the store manages: copy it out of the store, then ingest the copy"], result.output
+        assert source.read_bytes() == published.read_bytes()
+        source.unlink()
+    beside = write_votes(root / "b.jsonl", [vote(i) for i in range(10, 12)])
+    assert arena("ingest", beside, "--store", root).exit_code == 0
+    assert Store.open(root).rows("battles") == 12
