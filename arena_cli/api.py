@@ -411,17 +411,17 @@ def ingest(
 
 
 def _refuse_files_in_store(paths: Sequence[Path], store: Path) -> None:
-    """A file in a folder of the store's tables is the store's to manage (a part not in its manifest is moved to
-    lost+found, a staging file's name is removed as a leftover): never read as a source, so never moved or
-    removed as one. A log kept in the store's directory itself is read, and so is a part set aside in its
-    lost+found, which nothing moves again (to bring its battles back)."""
+    """A file in a folder of the store's tables (or of its duplicate index) is the store's to manage (a part not in
+    its manifest is moved to lost+found, a staging file's name is removed as a leftover): never read as a source,
+    so never moved or removed as one. Any other file under the store's directory is read (a log kept there, a part
+    set aside in lost+found to bring its battles back)."""
     from arena_cli.io.files import is_stdin
-    from arena_cli.io.manifest import LOST_AND_FOUND
+    from arena_cli.io.index import FOLDER as INDEX
+    from arena_cli.io.manifest import TABLE_FOLDERS
 
-    root = store.resolve()
+    managed = [store.resolve() / folder for folder in (*TABLE_FOLDERS, INDEX)]
     for path in paths:
-        folders = path.resolve().parent.parents
-        if not is_stdin(path) and root in folders and root / LOST_AND_FOUND not in [path.resolve().parent, *folders]:
+        if not is_stdin(path) and any(folder in path.resolve().parents for folder in managed):
             raise InputError(f"{path}: a file in a folder of the store {store}, whose files the store manages: copy it out of the store, then ingest the copy")
 
 

@@ -143,7 +143,9 @@ GC_THRESHOLD = 50_000
 
 def main() -> None:
     from arena_cli.console import guard_closed_pipes
+    from arena_cli.io import files
 
+    files.QUIET_PANICS = True  # (errors are one line: see quiet_stderr)
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     os.environ.setdefault(*BLAS_SETTINGS)
     guard_closed_pipes()

@@ -801,8 +801,7 @@ def _leaderboard(*args):
 def test_dictionary_encoded_names_and_labels_are_trimmed_and_checked_as_text_is(tmp_path):
     """A parquet column written dictionary-encoded (pandas' category, Arrow's dictionary) reads as categorical: its
     names and winner labels are trimmed, and a name with a control character rejected, as in a column of text (they
-    were taken as they were: "beta " and "beta" two models, an escape sequence a model). So too for a frame given to
-    the Python API."""
+    were taken as they were: "beta " and "beta" two models, an escape sequence a model)."""
     votes = _votes()
     padded = votes.with_columns(pl.when(pl.int_range(pl.len()) % 2 == 0).then(pl.col(c) + " ").otherwise(" " + pl.col(c)).alias(c)
                                 for c in ("model_a", "model_b", "winner"))
@@ -819,10 +818,6 @@ def test_dictionary_encoded_names_and_labels_are_trimmed_and_checked_as_text_is(
     quarantined = [_quarantine(tmp_path / f"s-{name}") for name in ("plain", "categorical")]
     assert quarantined[0] == quarantined[1] == [(6, "wrong_type", "model_a: a control character in the model name")]
 
-    from arena_cli import api
-
-    frame = padded.with_columns(votes["winner"].alias("outcome")).drop("winner").filter(pl.int_range(pl.len()) != 5)
-    assert api.fit(frame.with_columns(pl.all().cast(pl.Categorical)), min_battles=1).leaderboard.equals(api.fit(frame, min_battles=1).leaderboard)
 
 
 def test_model_names_given_as_bytes_are_checked_as_text_is(tmp_path):
@@ -906,3 +901,20 @@ def test_a_column_of_an_extension_type_is_stored_as_its_storage_type(tmp_path):
     ingested = arena("ingest", path, "--store", tmp_path / "s")
     assert ingested.exit_code == 0, ingested.output
     assert Store.open(tmp_path / "s").read("battles", ["flag"])["flag"].to_list() == [1, 0, 1]
+
+
+def test_conversations_whose_messages_are_bytes_are_read_as_their_text(tmp_path):
+    """Messages whose role and content are bytes (as some writers store text) are conversations of the UTF-8 text
+    they hold; one with bytes that are not UTF-8 is rejected as of the wrong type (never read as no conversation)."""
+    message = pl.Struct({"role": pl.Binary(), "content": pl.Binary()})
+    turns = [[{"role": b"user", "content": b"q"}, {"role": b"assistant", "content": b"# A\n" + b"word " * (i % 5 + 1)}] for i in range(60)]
+    turns[7][1]["content"] = b"\xff\xfe"
+    votes = _votes(60).with_columns(pl.Series("conversation_a", turns, dtype=pl.List(message)), pl.Series("conversation_b", turns[::-1], dtype=pl.List(message)))
+    path = tmp_path / "bytes.parquet"
+    votes.write_parquet(path)
+    ingested = arena("ingest", path, "--store", tmp_path / "s")
+    assert ingested.exit_code == 0, ingested.output
+    assert _quarantine(tmp_path / "s") == [(8, "wrong_type", "conversation_a: bytes that are not UTF-8 in a message"),
+                                           (53, "wrong_type", "conversation_b: bytes that are not UTF-8 in a message")]
+    stored = Store.open(tmp_path / "s").read("battles", ["conversation_a"])["conversation_a"]
+    assert stored[0].to_list() == [{"role": "user", "content": "q"}, {"role": "assistant", "content": "# A\nword "}]

@@ -17,6 +17,7 @@ from arena_cli.io.fields import (
     control_names,
     decode_json,
     field_path,
+    holds_bytes,
     is_given,
     json_text,
     may_leave_years,
@@ -71,7 +72,7 @@ def field_exprs(
             continue
         source, dtype = col[name], schema[col[name]]
         value = parse(source, dtype)
-        present = parse_text(source, dtype).is_not_null() if dtype == pl.String else pl.col(source).is_not_null()  # blank text is absent
+        present = parse_text(source, dtype).is_not_null() if dtype == pl.String else is_given(pl.col(source), dtype)  # blank text is absent
         if batch is not None and dtype == pl.String:
             if name in ("turn", "anony"):
                 both = by_distinct(batch, source, pl.struct(value.alias("value"), present.alias("present")))
@@ -243,6 +244,8 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
             present = parse_text(col[name], dtype).is_not_null() if dtype == pl.String else pl.col(col[name]).is_not_null()  # blank text is absent
             if typed is not None:
                 out[name] = typed
+                if holds_bytes(dtype):  # (none where bytes in its messages are not UTF-8)
+                    bad.append((QuarantineReason.WRONG_TYPE.value, present, name, f"{col[name]}: bytes that are not UTF-8 in a message"))
                 continue
             if dtype == pl.String:  # JSON text (JSON and CSV sources)
                 decoded[name] = decode_json(batch[col[name]], CONVERSATION)

@@ -20,19 +20,23 @@ def parse_text(col: str, dtype: pl.DataType) -> pl.Expr:
     """A field as trimmed text; empty text is absent, as an empty CSV cell is. Bytes are decoded as UTF-8 (null
     where they are not UTF-8), a duration is ISO 8601 text (``PT1.5S``), a nested value JSON text."""
     expr = pl.col(col)
-    if dtype == pl.String:
-        expr = expr.str.strip_chars()
-    elif isinstance(dtype, (pl.Categorical, pl.Enum)):  # (a dictionary-encoded column of a parquet file, a pandas category)
-        expr = expr.cast(pl.String).str.strip_chars()
+    if is_text_like(dtype):
+        expr = as_text(expr, dtype).str.strip_chars()
     elif dtype.is_nested():  # (a null too, as {"<col>":null}: stored and hashed so since the first version)
         expr = pl.struct(without_bytes(expr, dtype).alias(col)).struct.json_encode()
-    elif dtype == pl.Binary:
-        expr = _utf8(expr).str.strip_chars()
     elif isinstance(dtype, pl.Duration):
         expr = expr.dt.to_string()
     else:
         expr = expr.cast(pl.String)
     return expr.replace("", None)
+
+
+def as_text(value: pl.Expr, dtype: PolarsDataType) -> pl.Expr:
+    """A text-like value (:func:`is_text_like`) as text: bytes decoded as UTF-8 (null where they are not UTF-8), a
+    dictionary-encoded value as its text."""
+    if dtype == pl.String:
+        return value
+    return _utf8(value) if dtype == pl.Binary else value.cast(pl.String)
 
 
 def _utf8(value: pl.Expr) -> pl.Expr:
@@ -70,7 +74,7 @@ def not_text(col: str, dtype: pl.DataType, nested: str | None = None) -> tuple[p
 
 def without_bytes(value: pl.Expr, dtype: PolarsDataType) -> pl.Expr:
     """``value`` with every bytes value in it (nested ones too) as hex text: polars cannot write bytes as JSON."""
-    if not _holds_bytes(dtype):
+    if not holds_bytes(dtype):
         return value
     if dtype == pl.Binary:
         return value.bin.encode("hex")
@@ -81,11 +85,11 @@ def without_bytes(value: pl.Expr, dtype: PolarsDataType) -> pl.Expr:
     return pl.when(value.is_not_null()).then(fields)
 
 
-def _holds_bytes(dtype: PolarsDataType) -> bool:
+def holds_bytes(dtype: PolarsDataType) -> bool:
     if isinstance(dtype, pl.Struct):
-        return any(_holds_bytes(f.dtype) for f in dtype.fields)
+        return any(holds_bytes(f.dtype) for f in dtype.fields)
     if isinstance(dtype, (pl.List, pl.Array)):
-        return _holds_bytes(dtype.inner)
+        return holds_bytes(dtype.inner)
     return dtype == pl.Binary
 
 
@@ -108,7 +112,8 @@ def control_names(batch: pl.DataFrame, column: str) -> list[str]:
 
 
 def is_text_like(dtype: PolarsDataType) -> bool:
-    """Whether a type's values are read as text as they are: text, dictionary-encoded text, bytes."""
+    """Whether a type's values are read as text as they are: text, dictionary-encoded text (a parquet column
+    written so, a pandas category), bytes (as some writers store text)."""
     return dtype in (pl.String, pl.Binary) or isinstance(dtype, (pl.Categorical, pl.Enum))
 
 
@@ -184,8 +189,12 @@ MAX_TURN = 2**31 - 1
 
 
 def is_given(value: pl.Expr, dtype: PolarsDataType) -> pl.Expr:
-    """Whether a value is there: not null and, for text, not blank (as an empty CSV cell is absent)."""
-    return value.str.strip_chars() != "" if dtype == pl.String else value.is_not_null()
+    """Whether a value is there: not null and, for text, not blank (as an empty CSV cell is absent); bytes that are
+    not UTF-8 are there (and no text)."""
+    if dtype == pl.Binary:
+        text = _utf8(value)
+        return value.is_not_null() & (text.is_null() | (text.str.strip_chars() != ""))
+    return as_text(value, dtype).str.strip_chars() != "" if is_text_like(dtype) else value.is_not_null()
 
 
 def _as_number(value: pl.Expr, dtype: PolarsDataType) -> pl.Expr:
@@ -193,11 +202,9 @@ def _as_number(value: pl.Expr, dtype: PolarsDataType) -> pl.Expr:
     nested value)."""
     if dtype.is_numeric():
         return value.cast(pl.Float64, strict=False)
-    if dtype == pl.Binary:
-        value = _utf8(value)
-    elif not is_text_like(dtype):  # a nested value, a boolean, a time or a duration, an extension type's value
+    if not is_text_like(dtype):  # a nested value, a boolean, a time or a duration, an extension type's value
         return pl.lit(None, dtype=pl.Float64)
-    return value.cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    return as_text(value, dtype).str.strip_chars().cast(pl.Float64, strict=False)
 
 
 def whole_number(value: pl.Expr, dtype: PolarsDataType, maximum: int) -> pl.Expr:
@@ -234,7 +241,7 @@ def parse_boolean(col: str, dtype: pl.DataType) -> pl.Expr:
         return pl.col(col)
     if not (dtype.is_numeric() or is_text_like(dtype)):
         return pl.lit(None, dtype=pl.Boolean)
-    text = (_utf8(pl.col(col)) if dtype == pl.Binary else pl.col(col).cast(pl.String)).str.strip_chars().str.to_lowercase()
+    text = (as_text(pl.col(col), dtype) if is_text_like(dtype) else pl.col(col).cast(pl.String)).str.strip_chars().str.to_lowercase()
     return text.replace_strict({"true": True, "false": False, "1": True, "0": False, "1.0": True, "0.0": False, "yes": True, "no": False}, default=None, return_dtype=pl.Boolean)
 
 
@@ -244,8 +251,10 @@ def typed_conversation(col: str, dtype: pl.DataType) -> pl.Expr | None:
     conversation."""
     inner = dtype.inner if isinstance(dtype, (pl.List, pl.Array)) else None
     fields = {f.name: f.dtype for f in inner.fields} if isinstance(inner, pl.Struct) else {}
-    if {"role", "content"} <= set(fields) and all(_casts_to_text(fields[f]) for f in ("role", "content")):
+    if isinstance(inner, pl.Struct) and {"role", "content"} <= set(fields) and all(_casts_to_text(fields[f]) for f in ("role", "content")):
         messages = pl.col(col).arr.to_list() if isinstance(dtype, pl.Array) else pl.col(col)  # (a fixed-size list: as many messages in every row)
+        if pl.Binary in (fields["role"], fields["content"]):  # a conversation with bytes that are not UTF-8 is none
+            messages = messages.map_batches(_utf8_messages, return_dtype=pl.List(inner))
         return messages.list.eval(pl.struct(pl.element().struct.field("role").cast(pl.String), pl.element().struct.field("content").cast(pl.String))).cast(CONVERSATION)
     if isinstance(dtype, pl.List) and inner == pl.Null:  # only empty lists (or lists of nulls) were seen: an empty list is an empty conversation
         return pl.when(pl.col(col).list.len() == 0).then(pl.col(col).cast(CONVERSATION))
@@ -253,8 +262,26 @@ def typed_conversation(col: str, dtype: pl.DataType) -> pl.Expr | None:
 
 
 def _casts_to_text(dtype: PolarsDataType) -> bool:
-    """Whether every value of a type is text as it is, or a number or a boolean (or null) that casts to text."""
-    return dtype != pl.Binary and (is_text_like(dtype) or dtype.is_numeric() or dtype in (pl.Boolean, pl.Null))
+    """Whether every value of a type is text as it is (bytes: UTF-8 text, see :func:`_utf8_messages`), or a number
+    or a boolean (or null) that casts to text."""
+    return is_text_like(dtype) or dtype.is_numeric() or dtype in (pl.Boolean, pl.Null)
+
+
+def _utf8_messages(conversations: pl.Series) -> pl.Series:
+    """Conversations whose messages hold bytes, as they are where every bytes value is UTF-8, else null (the caller
+    rejects them as no conversation); checked one by one only in a batch that has such bytes."""
+    inner = conversations.dtype.inner if isinstance(conversations.dtype, pl.List) else None
+    assert isinstance(inner, pl.Struct), "messages are structs"
+    binary = [f.name for f in inner.fields if f.dtype == pl.Binary]
+    try:
+        conversations.explode().struct.unnest().select(pl.col(binary).cast(pl.String))
+        return conversations
+    except pl.exceptions.ComputeError:
+        def utf8(messages: list[dict] | None) -> bool:
+            return messages is None or all(_decoded(m[f]) is not None or m[f] is None for m in messages if m is not None for f in binary)
+
+        # (built again: a null row keeps its values below it, which a cast of every message would still meet)
+        return pl.Series(conversations.name, [row if utf8(row) else None for row in conversations.to_list()], dtype=conversations.dtype)
 
 
 def decode_json(series: pl.Series, dtype: pl.DataType) -> pl.Series:

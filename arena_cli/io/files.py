@@ -19,6 +19,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import weakref
 import zlib
 from typing import TYPE_CHECKING
@@ -231,22 +232,43 @@ def read_ahead(items: Iterator[_T]) -> Iterator[_T]:
             yield made.pop()  # (not kept here: the caller alone holds it)
 
 
+#: Whether :func:`quiet_stderr` silences file descriptor 2: the command line's choice (its errors are one line), not
+#: a library caller's, whose other threads may be writing there.
+QUIET_PANICS = False
+_quiet_lock = threading.Lock()
+_quiet_depth = 0
+_quiet_saved: int | None = None
+
+
 @contextmanager
 def quiet_stderr() -> Iterator[None]:
-    """File descriptor 2 pointed at /dev/null meanwhile: a panic in polars' Rust code writes its message (and, with
-    ``RUST_BACKTRACE``, a backtrace) there before it is raised as an exception, which the caller turns into one
-    line. For a probe that may panic, made while nothing else writes there."""
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError, AttributeError):  # no descriptor 2 (an embedding without one): nothing to quiet
+    """File descriptor 2 pointed at /dev/null meanwhile, under :data:`QUIET_PANICS`: a panic in polars' Rust code
+    writes its message (and, with ``RUST_BACKTRACE``, a backtrace) there before it is raised as an exception, which
+    the caller turns into one line. For a read that may panic, made while nothing else writes there; nested and
+    concurrent uses share one redirection, undone when the last ends."""
+    global _quiet_depth, _quiet_saved
+    if not QUIET_PANICS:
         yield
         return
-    devnull = os.open(os.devnull, os.O_WRONLY)
+    with _quiet_lock:
+        if _quiet_depth == 0:
+            try:
+                sys.stderr.flush()
+                saved = os.dup(2)
+            except (OSError, ValueError, AttributeError):  # no descriptor 2 (an embedding without one): nothing to quiet
+                saved = None
+            if saved is not None:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 2)
+                os.close(devnull)
+            _quiet_saved = saved
+        _quiet_depth += 1
     try:
-        os.dup2(devnull, 2)
         yield
     finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
+        with _quiet_lock:
+            _quiet_depth -= 1
+            if _quiet_depth == 0 and _quiet_saved is not None:
+                os.dup2(_quiet_saved, 2)
+                os.close(_quiet_saved)
+                _quiet_saved = None

@@ -138,6 +138,10 @@ def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> L
         plan = Plan(plan.dialect, {k: v for k, v in plan.columns.items() if k not in unread}, plan.extras)
     read = [c for c in dict.fromkeys([*plan.columns.values(), *plan.extras]) if c in schema]
     refuse_wide_decimals(path, scan, {c: schema[c] for c in read})
+    extensions = [c for c in read if isinstance(schema[c], pl.Extension)]
+    if extensions:  # an extension type's values as its storage type's, as a full read stores them
+        scan = scan.with_columns(pl.col(c).ext.storage() for c in extensions)
+        schema = scan.collect_schema()
     narrow = all(_numbers_only(schema[plan.columns[f]]) for f in TEXT_FIELDS if f in plan.columns) and not any(
         schema[c].is_nested() and not _numbers_only(schema[c]) for c in read
     )

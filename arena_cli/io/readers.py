@@ -756,16 +756,19 @@ def refuse_wide_decimals(path: Path, scan: pl.LazyFrame, schema: Mapping[str, Po
         found = _decimal_in(name, dtype, lambda decimal: decimal.precision is not None and decimal.precision > MAX_DECIMAL_DIGITS)
         if found is not None:
             raise _wide_decimal(path, found[0], found[1].precision or 0)
-    nested = {name: found for name, dtype in schema.items() if dtype.is_nested() and (found := _decimal_in(name, dtype, lambda _: True)) is not None}
-    if nested:
+    for name, dtype in schema.items():
+        found = _decimal_in(name, dtype, lambda _: True) if dtype.is_nested() else None
+        if found is None:
+            continue
         try:
             with quiet_stderr():  # (a panic's message, and its backtrace, are written there before it is raised)
-                scan.select(list(nested)).head(1).collect().estimated_size()
-        except (pl.exceptions.PolarsError, pl.exceptions.PanicException):
-            column = next(iter(nested.values()))[0]
-            raise InputError(f"{path}: column {column} is a decimal within a struct, a list or a map that polars cannot read (a 256-bit "
+                scan.select(name).head(1).collect().estimated_size()
+        except pl.exceptions.PanicException:
+            raise InputError(f"{path}: column {found[0]} is a decimal within a struct, a list or a map that polars cannot read (a 256-bit "
                              "decimal, say): write it as a 128-bit decimal, an integer or a float (or leave it out), then read the file "
                              "again") from None
+        except pl.exceptions.PolarsError as error:
+            raise corrupt_parquet(path, error) from None
 
 
 def _decimal_in(path: str, dtype: PolarsDataType, wanted: Callable[[pl.Decimal], bool]) -> tuple[str, pl.Decimal] | None:
