@@ -111,6 +111,11 @@ def test_kaggle_csv_one_hot_winner_and_turn_lists(tmp_path):
         ["4", "gpt", "claude", json.dumps(["hi"]), json.dumps(["hello"]), json.dumps(["yo"]), "0", "0", "0"],
         ["5", "gpt", "claude", json.dumps(["hi"]), json.dumps(["hello"]), json.dumps(["yo"]), "1", "1", "0"],
         ["6", "gpt", "claude", "not json", json.dumps(["hello"]), json.dumps(["yo"]), "1", "0", "0"],
+        # flags that are not 0 or 1 are no flags, whatever the others: never a tie
+        ["7", "gpt", "claude", json.dumps(["hi"]), json.dumps(["hello"]), json.dumps(["yo"]), "", "", ""],
+        ["8", "gpt", "claude", json.dumps(["hi"]), json.dumps(["hello"]), json.dumps(["yo"]), "yes", "no", "no"],
+        ["9", "gpt", "claude", json.dumps(["hi"]), json.dumps(["hello"]), json.dumps(["yo"]), "-1", "0", "1"],
+        ["10", "gpt", "claude", json.dumps(["hi"]), json.dumps(["hello"]), json.dumps(["yo"]), "1", "", "0"],
     ])
     result = read_sources([path])
     battles = result.battles
@@ -119,7 +124,7 @@ def test_kaggle_csv_one_hot_winner_and_turn_lists(tmp_path):
     assert battles["conversation_a"][0].to_list() == conv("hi", "hello") + conv("more", "ok")
     assert battles["conversation_b"][0].to_list() == conv("hi", "yo") + [{"role": "user", "content": "more"}, {"role": "assistant", "content": None}]
     reasons = dict(zip(result.quarantine["source_row"].to_list(), result.quarantine["reason"].to_list()))
-    assert reasons == {5: "unknown_winner", 6: "unknown_winner", 7: "wrong_type"}
+    assert reasons == {5: "unknown_winner", 6: "unknown_winner", 7: "wrong_type", 8: "unknown_winner", 9: "unknown_winner", 10: "unknown_winner", 11: "unknown_winner"}
 
 
 def test_mapped_csv_with_winner_map(tmp_path):

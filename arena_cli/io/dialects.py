@@ -120,19 +120,20 @@ def winner_labels(options: InputOptions) -> dict[str, str]:
 
 
 def kaggle_outcome(frame: pl.DataFrame) -> pl.Expr:
-    """Kaggle's one-hot winner columns; anything but exactly one flag set is an unknown winner."""
+    """Kaggle's one-hot winner columns; anything but every flag 0 or 1 and exactly one of them 1 is an unknown
+    winner (a blank, a word or a -1 is no flag: never read as 0, which would make a tie of a row of them)."""
     flags = [
         pl.col(c).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False) if c in frame.columns else pl.lit(0.0)
         for c in ("winner_model_a", "winner_model_b", "winner_tie")
     ]
-    ones = sum((f == 1.0).cast(pl.Int32) for f in flags)
-    outcome = (
-        pl.when(ones != 1).then(None)
+    valid = pl.all_horizontal([flag.is_in([0.0, 1.0]) for flag in flags]).fill_null(False)
+    ones = pl.sum_horizontal([(flag == 1.0).cast(pl.Int32) for flag in flags])
+    return (
+        pl.when(~valid | (ones != 1)).then(None)
         .when(flags[0] == 1.0).then(pl.lit("model_a"))
         .when(flags[1] == 1.0).then(pl.lit("model_b"))
         .otherwise(pl.lit("tie"))
     )
-    return outcome
 
 
 def kaggle_conversation(frame: pl.DataFrame, response: str) -> tuple[pl.Series, pl.Series]:
