@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 
 #: Columns of a leaderboard that comparisons read (``arena fit``'s leaderboard has them all).
 COMPARED_COLUMNS = ("rank", "rank_lower", "rank_upper", "model", "score", "score_lower", "score_upper")
+#: Their types in a fit's leaderboard.
+COMPARED_TYPES: dict[str, pl.DataType] = {
+    **dict.fromkeys(("rank", "rank_lower", "rank_upper"), pl.Int64()), "model": pl.String(), **dict.fromkeys(("score", "score_lower", "score_upper"), pl.Float64()),
+}
 
 
 # --------------------------------------------------------------------------------------------- variants
@@ -74,7 +78,10 @@ def _complete(leaderboard: pl.DataFrame, label: str) -> pl.DataFrame:
     missing = [c for c in COMPARED_COLUMNS if c not in leaderboard.columns]
     if missing:
         raise InputError(f"{label}: leaderboard lacks column(s) {missing}")
-    return leaderboard
+    try:  # (a column of no values, or of numbers as names, as the type it has in a fit's leaderboard)
+        return leaderboard.with_columns(pl.col(c).cast(dtype) for c, dtype in COMPARED_TYPES.items())
+    except pl.exceptions.PolarsError as error:
+        raise InputError(f"{label}: leaderboard column of another type than a fit's ({str(error).splitlines()[0]})") from None
 
 
 def with_positions(leaderboard: pl.DataFrame) -> pl.DataFrame:
@@ -347,8 +354,8 @@ def load_leaderboard(path: Path) -> tuple[pl.DataFrame, dict[str, Any]]:
             return _complete(frame, str(path)), dict(meta.get("settings", meta))
         if suffix == ".parquet":
             return _complete(pl.read_parquet(path, glob=False), str(path)), {}
-        if suffix == ".csv":
-            return _complete(pl.read_csv(path), str(path)), {}
+        if suffix == ".csv":  # (model names as written: "01" and "1.0" are two models, not the number 1)
+            return _complete(pl.read_csv(path, schema_overrides=COMPARED_TYPES), str(path)), {}
     except InputError:
         raise
     except Exception as error:

@@ -173,3 +173,20 @@ def test_model_filters_apply_to_a_store_side_next_to_a_leaderboard_file(boards, 
     """Next to a store they choose the battles it is fitted on; with two files they would do nothing: exit 3."""
     assert run("compare", boards[0], store, "--exclude-models", "nobody", *FAST).exit_code == 0
     assert run("compare", *boards, "--exclude-models", "nobody").exit_code == ExitCode.INPUT
+
+
+def test_model_names_that_read_as_numbers_stay_names_in_a_csv_leaderboard(tmp_path):
+    """A leaderboard saved as CSV whose models are named like numbers (1, 01, 1.0) and whose intervals are empty
+    (--ci none) is compared as the fit's JSON of the same leaderboard is: names as written, empty bounds as no bound
+    (it ended in an internal error: names read as numbers, bounds as text)."""
+    votes = tmp_path / "votes.csv"
+    names = ["1", "01", "1.0", "3"]
+    rows = [f"{names[i % 4]},{names[(i + 1 + i // 4 % 3) % 4]},{['model_a', 'model_b', 'tie'][i % 3]}" for i in range(240)]
+    votes.write_text("model_a,model_b,winner\n" + "\n".join(rows) + "\n")
+    for suffix in ("csv", "json"):
+        assert run("fit", str(votes), "--ci", "none", "--min-battles", "1", "-o", str(tmp_path / f"board.{suffix}")).exit_code == 0
+    compared = [run("compare", str(tmp_path / f"board.{old}"), str(tmp_path / f"board.{new}"), "-f", "json") for old, new in (("csv", "csv"), ("json", "csv"))]
+    for result in compared:
+        assert result.exit_code == 0, result.output
+        rows = json.loads(result.stdout)["tables"]["changes"]
+        assert sorted(row["model"] for row in rows) == sorted(names) and {row["status"] for row in rows} == {"kept"}
