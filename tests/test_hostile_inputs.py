@@ -508,6 +508,20 @@ def test_an_empty_file_is_an_empty_log(tmp_path, name):
     one_line_error(fitted, f"no battles: {path} has no rows")
 
 
+@pytest.mark.parametrize("content", [b"", b"\n \n", gzip.compress(b""), b"\xef\xbb\xbf"], ids=["none", "blank", "empty-gzip", "bom"])
+@pytest.mark.parametrize("name", ["-", "votes.txt"])
+def test_empty_input_whose_format_nothing_says_is_an_empty_log(tmp_path, content, name):
+    """Standard input, or a file whose name says no format, with no content (`zcat today.jsonl.gz | arena ingest -`
+    on a day without votes) is an empty log as an empty file of a known format is: it was an error, exit 3."""
+    source = "-" if name == "-" else _write(tmp_path / name, content)
+    ingested = arena("ingest", source, "--store", tmp_path / "s", input=content if name == "-" else None)
+    assert ingested.exit_code == 0, ingested.output
+    assert f"{source}: no rows (an empty log)" in " ".join(ingested.stderr.split())
+    fitted = arena("fit", source, input=content if name == "-" else None)
+    assert fitted.exit_code == 6
+    one_line_error(fitted, f"no battles: {source} has no rows")
+
+
 def test_files_whose_every_row_is_dropped_say_why(tmp_path):
     path = _write(tmp_path / "crowd.csv", b"left,right,verdict\nm1,m2,L\nm2,m3,R\n")
     result = arena("fit", path, "--map", "model_a=left", "--map", "model_b=right", "--map", "outcome=verdict")

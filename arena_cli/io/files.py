@@ -149,10 +149,9 @@ def sniff_container(path: str | os.PathLike[str]) -> str:
         return "parquet"
     if text.startswith(b"["):
         return "json"
-    if text.startswith(b"{"):
+    if text.startswith(b"{") or not text:  # (no bytes, or blank lines: an empty log, in any format)
         return "jsonl"
-    what = "an empty file" if not text else "neither JSON nor parquet"
-    raise InputError(f"{path}: cannot tell the format from the name or the content ({what}); use --input-format csv|jsonl|json|parquet")
+    raise InputError(f"{path}: cannot tell the format from the name or the content (neither JSON nor parquet); use --input-format csv|jsonl|json|parquet")
 
 
 def _decompressed_head(path: str | os.PathLike[str]) -> bytes:
