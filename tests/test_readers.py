@@ -255,6 +255,15 @@ def test_csv_quoting_ragged_rows_and_exact_raw_bytes(tmp_path):
     assert rejected["raw_bytes"][1] == b'"q","y",\xff'  # exact, quotes included
 
 
+def test_a_byte_order_mark_before_a_quoted_header_is_no_part_of_its_first_name(tmp_path):
+    """Writers that quote every field (R's write.csv) and start with a byte-order mark: the first name is read
+    without its quotes (they were kept: `"model_a"`, and no model_a column was found)."""
+    path = tmp_path / "v.csv"
+    path.write_bytes(b'\xef\xbb\xbf"model_a","model_b","winner"\n"x","y","tie"\n')
+    _, frame, rejected = batches(path, "csv")
+    assert frame.columns[:3] == ["model_a", "model_b", "winner"] and frame["model_a"].to_list() == ["x"] and rejected.height == 0
+
+
 def test_tsv_and_duplicate_header(tmp_path):
     (tmp_path / "v.tsv").write_text("model_a\tmodel_b\nx\ty,z\n")
     assert batches(tmp_path / "v.tsv", "csv")[1]["model_b"].to_list() == ["y,z"]

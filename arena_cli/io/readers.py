@@ -648,7 +648,8 @@ def read_csv(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, batch_bytes: int 
     csv.field_size_limit(sys.maxsize)
     delimiter = "\t" if ".tsv" in [s.lower() for s in Path(path).suffixes] else ","
     with opened(path) as binary:
-        lines = _RecordingLines(io.TextIOWrapper(binary, encoding="utf-8", errors="surrogateescape", newline=""))
+        # (a byte-order mark dropped before the csv module reads the header: a quoted first name would keep its quotes)
+        lines = _RecordingLines(io.TextIOWrapper(binary, encoding="utf-8-sig", errors="surrogateescape", newline=""))
         reader = csv.reader(lines, delimiter=delimiter)
         try:
             header = next(reader)
@@ -657,8 +658,6 @@ def read_csv(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, batch_bytes: int 
         except csv.Error as error:
             raise InputError(f"{path}: unreadable CSV header: {error}") from None
         lines.take()
-        if header and header[0].startswith("\ufeff"):
-            header[0] = header[0][1:]
         if not any(header):
             raise InputError(f"{path}: the first line, the CSV header, is empty")
         if any(_damaged_text(name) for name in header):
