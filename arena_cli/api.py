@@ -51,6 +51,8 @@ SUMMARY_COLUMNS = ("model_a", "model_b", "outcome", "weight", "timestamp", "lang
 
 def _source(data: Data, store: str | os.PathLike[str] | None, input: InputOptions | None) -> Source:
     source = Source.of(data, store=store)  # type: ignore[arg-type]
+    if input is not None and not isinstance(input, InputOptions):
+        raise InputError(f"input: an InputOptions (e.g. InputOptions(format='csv')), not {type(input).__name__}")
     return dataclasses.replace(source, input=input) if input is not None else source
 
 
@@ -136,7 +138,7 @@ def fit(
 
 
 def rank_diff(
-    data: Data = None, variants: str | Mapping[str, str] = DEFAULT_VARIANTS, *, baseline: str = "none",
+    data: Data = None, variants: str | Sequence[str] | Mapping[str, str] = DEFAULT_VARIANTS, *, baseline: str = "none",
     sort: str | None = None, top_k: int = DEFAULT_TOP_K, options: FitOptions | None = None,
     store: str | os.PathLike[str] | None = None, where: str | None = None, filters: BattleFilter | None = None,
     features: FeatureOptions | None = None, input: InputOptions | None = None, on_progress: Progress | None = None,
@@ -147,7 +149,7 @@ def rank_diff(
     from arena_cli.comparison import parse_variants
     from arena_cli.models.inputs import load_fit_battles
 
-    specs = parse_variants(variants) if isinstance(variants, str) else dict(variants)
+    specs = parse_variants(variants) if isinstance(variants, str) else dict(variants) if isinstance(variants, Mapping) else parse_variants(",".join(variants))
     chosen = _fit_options(options, fit_options)
     filters, features = _filters(filters, where), features or FeatureOptions()
     if isinstance(data, pl.DataFrame):
@@ -192,7 +194,10 @@ def compare(
     from arena_cli.comparison import Gate, ScoreDraws, compare_leaderboards, parse_gate, settings_mismatch
     from arena_cli.models.result import FitResult
 
-    gates = [g if isinstance(g, Gate) else parse_gate(g) for g in fail_on]
+    gates = [g if isinstance(g, Gate) else parse_gate(g) for g in ([fail_on] if isinstance(fail_on, (str, Gate)) else fail_on)]
+    for side in (old, new):
+        if not isinstance(side, (str, os.PathLike, FitResult)):
+            raise InputError(f"compare takes leaderboard files, stores or FitResults, not {type(side).__name__} (fit a frame with fit() first)")
     chosen = _fit_options(options, fit_options)
     filters, features = filters or BattleFilter(), features or FeatureOptions()
     if filters.where is not None:
@@ -247,7 +252,7 @@ def _label(side: object, where: str | None) -> str:
 
 
 def report(
-    data: Data = None, variants: str | Mapping[str, str] = DEFAULT_VARIANTS, *, baseline: str = "none",
+    data: Data = None, variants: str | Sequence[str] | Mapping[str, str] = DEFAULT_VARIANTS, *, baseline: str = "none",
     top_k: int = DEFAULT_TOP_K, options: FitOptions | None = None, store: str | os.PathLike[str] | None = None,
     where: str | None = None, filters: BattleFilter | None = None, features: FeatureOptions | None = None,
     input: InputOptions | None = None, on_progress: Progress | None = None, **fit_options: Any,
@@ -259,7 +264,7 @@ def report(
     from arena_cli.pairwise import pairwise_counts
     from arena_cli.models.inputs import load_fit_battles
 
-    specs = parse_variants(variants) if isinstance(variants, str) else dict(variants)
+    specs = parse_variants(variants) if isinstance(variants, str) else dict(variants) if isinstance(variants, Mapping) else parse_variants(",".join(variants))
     chosen = _fit_options(options, fit_options)
     filters, features = _filters(filters, where), features or FeatureOptions()
     context: tuple[pl.DataFrame | None, pl.DataFrame | None] = (None, None)
@@ -376,7 +381,7 @@ def _summary_battles(source: Source, filters: BattleFilter) -> Loaded[pl.DataFra
 
 
 def ingest(
-    files: Sequence[str | os.PathLike[str]], store: str | os.PathLike[str] | None = None, *, input: InputOptions | None = None,
+    files: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], store: str | os.PathLike[str] | None = None, *, input: InputOptions | None = None,
     strict: bool = False, lock_wait: float = 60.0, on_source: Callable[[str, int], None] | None = None,
 ) -> IngestReport:
     """Validate vote logs and add their new battles to the store (``arena ingest``); rejected rows go to its
@@ -387,8 +392,8 @@ def ingest(
     from arena_cli.io.store import Store
 
     LOCK_WAIT.check(lock_wait)
-    paths = [Path(f) for f in files]
-    source = Source(tuple(paths), Path(store) if store is not None else None, input or InputOptions())
+    source = _source(files, store, input)
+    paths = list(source.files)
     check_sources(paths, source.input)  # a typo in a path or option must not leave an empty store behind
     _refuse_files_in_store(paths, source.store_path)
     target = Store.open(source.store_path, create=True)

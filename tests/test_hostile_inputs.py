@@ -932,3 +932,23 @@ def test_conversations_whose_messages_are_bytes_are_read_as_their_text(tmp_path)
                                            (53, "wrong_type", "conversation_b: bytes that are not UTF-8 in a message")]
     stored = Store.open(tmp_path / "s").read("battles", ["conversation_a"])["conversation_a"]
     assert stored[0].to_list() == [{"role": "user", "content": "q"}, {"role": "assistant", "content": "# A\nword "}]
+
+
+def test_api_calls_given_the_wrong_kind_of_argument_raise_an_input_error(tmp_path):
+    """A number, a LazyFrame, options of another type or a frame where a leaderboard is wanted: an InputError that
+    says what to give (they raised TypeError, AttributeError, or read a path letter by letter); a single path, a
+    single gate and a list of variants are taken as one would mean them."""
+    import arena_cli as api
+    from arena_cli.errors import InputError
+
+    for call, needle in [(lambda: api.fit(5), "not int"), (lambda: api.fit(pl.LazyFrame({"a": [1]})), "collect() a LazyFrame first"),
+                         (lambda: api.ingest(["x.csv"], tmp_path / "s", input="csv"), "input: an InputOptions"),
+                         (lambda: api.compare(pl.DataFrame({"a": [1]}), pl.DataFrame({"a": [1]})), "not DataFrame")]:
+        with pytest.raises(InputError, match=re.escape(needle)):
+            call()
+    path = tmp_path / "votes.parquet"
+    _votes().with_columns(tokens_a=pl.int_range(pl.len()) % 50 + 10, tokens_b=pl.int_range(pl.len()) % 30 + 20).write_parquet(path)
+    assert api.ingest(str(path), tmp_path / "s").summaries[0].stored == 120
+    board = api.fit(str(path), ci="none", min_battles=1)
+    assert api.compare(board, board, fail_on="rank-shift=1").failed == []
+    assert list(api.rank_diff(str(path), ["none", "length"], ci="none", min_battles=1).variants) == ["none", "length"]

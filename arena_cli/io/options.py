@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from arena_cli.bounds import Bounds
+from arena_cli.errors import InputError
 
 #: File containers, told apart by extension, else by content (see :mod:`arena_cli.io.files`).
 CONTAINERS: tuple[str, ...] = ("jsonl", "json", "csv", "parquet")
@@ -106,7 +107,10 @@ class Source:
             return data
         if data is None:
             return cls(store=Path(store) if store is not None else None)
-        paths = (data,) if isinstance(data, (str, os.PathLike)) else tuple(data)
+        paths = (data,) if isinstance(data, (str, os.PathLike)) else tuple(data) if isinstance(data, (list, tuple)) else None
+        if paths is None or not all(isinstance(p, (str, os.PathLike)) for p in paths):
+            lazy = " (collect() a LazyFrame first)" if type(data).__name__ == "LazyFrame" else ""
+            raise InputError(f"give vote-log files (a path or a list of paths), a store (store=) or a polars DataFrame of battles, not {type(data).__name__}{lazy}")
         return cls(files=tuple(Path(p) for p in paths), store=Path(store) if store is not None else None)
 
     @property
