@@ -952,3 +952,19 @@ def test_api_calls_given_the_wrong_kind_of_argument_raise_an_input_error(tmp_pat
     board = api.fit(str(path), ci="none", min_battles=1)
     assert api.compare(board, board, fail_on="rank-shift=1").failed == []
     assert list(api.rank_diff(str(path), ["none", "length"], ci="none", min_battles=1).variants) == ["none", "length"]
+
+
+def test_output_to_a_dash_is_standard_output_and_a_field_mapped_twice_is_a_usage_error(tmp_path, monkeypatch):
+    """-o - writes to standard output (it wrote a file named "-"), for a result and for an export (whose format is
+    then given with --format); --map of one field to two columns is a usage error (the second one was taken)."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "votes.parquet"
+    _votes().write_parquet(path)
+    fitted = arena("fit", path, "--ci", "none", "--min-battles", "1", "-f", "csv", "-o", "-")
+    assert fitted.exit_code == 0 and fitted.stdout.startswith("rank,rank_lower,rank_upper,model,score") and not (tmp_path / "-").exists()
+    assert arena("ingest", path, "--store", tmp_path / "s").exit_code == 0
+    exported = arena("export", "--store", tmp_path / "s", "-o", "-", "-f", "csv")
+    assert exported.exit_code == 0 and len(exported.stdout.splitlines()) == 121 and not (tmp_path / "-").exists()
+    assert arena("export", "--store", tmp_path / "s", "-o", "-").exit_code == 2
+    mapped = arena("fit", path, "--map", "outcome=winner", "--map", "outcome=model_a")
+    assert mapped.exit_code == 2 and "'outcome' is given twice: 'winner' and 'model_a'" in mapped.output

@@ -11,6 +11,7 @@ import typer
 from arena_cli.commands.options import LockWaitOption, StoreOption, WhereOption, filter_options, input_option_group, source_options
 from arena_cli.commands.output import Output, output_options, show, warn_all
 from arena_cli.io.options import BattleFilter, InputOptions, Source
+from arena_cli.errors import OptionError
 
 if TYPE_CHECKING:
     from arena_cli.results import IngestReport
@@ -79,7 +80,7 @@ class ExportFormat(str, Enum):
 
 
 def export_command(
-    output: Annotated[Path, typer.Option("--output", "-o", help="File to write (atomically).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="File to write (atomically); - writes to stdout (with --format).")],
     store: StoreOption = None,
     export_format: Annotated[Optional[ExportFormat], typer.Option("--format", "-f", help="parquet, jsonl or csv (default: from the extension).", show_default=False)] = None,
     table: Annotated[str, typer.Option("--table", help="What to export: battles or quarantine.")] = "battles",
@@ -89,5 +90,21 @@ def export_command(
     from arena_cli import api
     from arena_cli.console import info
 
-    rows = api.export(output, store=store, table=table, fmt=export_format.value if export_format else None, where=where)
-    info(f"wrote {rows:,} rows to {output}")
+    fmt = export_format.value if export_format else None
+    if str(output) != "-":
+        rows = api.export(output, store=store, table=table, fmt=fmt, where=where)
+        info(f"wrote {rows:,} rows to {output}")
+        return
+    if fmt is None:
+        raise OptionError("--format", "-o - (standard output) has no extension to tell the format: give --format parquet, jsonl or csv")
+    import shutil
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:  # (the export is written whole, then copied: a failed one writes nothing)
+        written = Path(folder) / f"export.{fmt}"
+        rows = api.export(written, store=store, table=table, fmt=fmt, where=where)
+        with open(written, "rb") as handle:
+            shutil.copyfileobj(handle, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+    info(f"wrote {rows:,} rows to standard output")

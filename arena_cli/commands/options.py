@@ -130,6 +130,8 @@ def parse_pairs(values: list[str] | None, option: str, *, last: bool = False) ->
         key, sep, value = item.rpartition("=") if last else item.partition("=")
         if not sep or not key.strip():
             raise OptionError(option, f"{item!r}: expected {'LABEL=OUTCOME' if last else 'KEY=VALUE'}")
+        if key.strip() in pairs and pairs[key.strip()] != value.strip():  # (which one was meant?)
+            raise OptionError(option, f"{key.strip()!r} is given twice: {pairs[key.strip()]!r} and {value.strip()!r}")
         pairs[key.strip()] = value.strip()
     return pairs
 

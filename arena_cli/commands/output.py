@@ -41,14 +41,14 @@ FormatOption = Annotated[
 ]
 OutputOption = Annotated[
     Optional[Path],
-    typer.Option("--output", "-o", help="Write to FILE (atomically) instead of stdout; format from the extension.", show_default=False),
+    typer.Option("--output", "-o", help="Write to FILE (atomically) instead of stdout (- is stdout); format from the extension.", show_default=False),
 ]
 
 
 def _output(output_format: OutputFormat | None, output: Path | None) -> Output:
     from arena_cli.io.atomic import writable_file
 
-    return Output(output_format, writable_file(output) if output is not None else None)
+    return Output(output_format, writable_file(output) if output is not None and str(output) != "-" else None)  # (-o -: standard output)
 
 
 #: --format, --output: every command that prints data.
