@@ -968,3 +968,14 @@ def test_output_to_a_dash_is_standard_output_and_a_field_mapped_twice_is_a_usage
     assert arena("export", "--store", tmp_path / "s", "-o", "-").exit_code == 2
     mapped = arena("fit", path, "--map", "outcome=winner", "--map", "outcome=model_a")
     assert mapped.exit_code == 2 and "'outcome' is given twice: 'winner' and 'model_a'" in mapped.output
+
+
+def test_a_store_whose_every_row_was_quarantined_says_so_when_it_has_no_battles(tmp_path):
+    """info and fit of a store that holds only quarantined rows say why there are no battles (exit 6, as for an
+    empty store), with the reasons and where to read the rows."""
+    path = _write(tmp_path / "votes.jsonl", b'{"model_a":"a","model_b":"a","winner":"model_a"}\n{"model_a":"a","model_b":"b","winner":"?"}\n')
+    assert arena("ingest", path, "--store", tmp_path / "s").exit_code == 0
+    for command in ("info", "fit"):
+        result = arena(command, "--store", tmp_path / "s")
+        assert result.exit_code == 6
+        one_line_error(result, "has no battles yet: every row ingested was quarantined (self_battle 1, unknown_winner 1;", "--table quarantine")

@@ -166,7 +166,10 @@ def load_battle_parts(
         check_where(filters.where or "", condition, whole[0].collect_schema(), filters.where_option)
     parts = opened.scan_parts("battles", wanted)
     if not parts:
-        raise NoDataError(f"store {opened.root} has no battles yet")
+        quarantined = opened.read("quarantine", ["reason"])
+        reasons = "" if quarantined is None else ", ".join(f"{reason} {count}" for reason, count in sorted(quarantined["reason"].value_counts().iter_rows()))
+        why = f": every row ingested was quarantined ({reasons}; `arena export --table quarantine` lists them)" if reasons else ""
+        raise NoDataError(f"store {opened.root} has no battles yet{why}")
     narrowed_parts = [narrowed(part) for part in parts]
     return Loaded(narrowed_parts, named.warnings())
 
