@@ -10,8 +10,8 @@ import typer
 
 from arena_cli.commands.options import LockWaitOption, StoreOption, WhereOption, filter_options, input_option_group, source_options
 from arena_cli.commands.output import Output, output_options, show, warn_all
-from arena_cli.io.options import BattleFilter, InputOptions, Source
 from arena_cli.errors import OptionError
+from arena_cli.io.options import BattleFilter, InputOptions, Source
 
 if TYPE_CHECKING:
     from arena_cli.results import IngestReport

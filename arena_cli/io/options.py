@@ -107,7 +107,8 @@ class Source:
             return data
         if data is None:
             return cls(store=Path(store) if store is not None else None)
-        paths = (data,) if isinstance(data, (str, os.PathLike)) else tuple(data) if isinstance(data, (list, tuple)) else None
+        many = isinstance(data, Iterable) and not isinstance(data, (bytes, Mapping)) and type(data).__name__ != "DataFrame"  # (a list, a glob's generator)
+        paths = (data,) if isinstance(data, (str, os.PathLike)) else tuple(data) if many else None
         if paths is None or not all(isinstance(p, (str, os.PathLike)) for p in paths):
             lazy = " (collect() a LazyFrame first)" if type(data).__name__ == "LazyFrame" else ""
             raise InputError(f"give vote-log files (a path or a list of paths), a store (store=) or a polars DataFrame of battles, not {type(data).__name__}{lazy}")

@@ -820,7 +820,7 @@ def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list
         refuse_internal_names(path, parquet_schema(path, lazy) if columns is None else columns)
         if columns is not None:
             lazy = lazy.select(columns)
-        schema = lazy.collect_schema()
+        schema = parquet_schema(path, lazy)
         refuse_wide_decimals(path, lazy, schema)
         extensions = [name for name, dtype in schema.items() if isinstance(dtype, pl.Extension)]
         lazy = lazy.with_columns(pl.col(name).ext.storage() for name in extensions)  # (an extension type's values as its storage type's)
