@@ -26,7 +26,7 @@ from arena_cli.errors import InputError
 from arena_cli.io.dialects import ARENA_COLUMNS
 from arena_cli.io.fields import json_text, not_text, parse_text
 from arena_cli.io.files import opened
-from arena_cli.io.options import JUDGE_FORMATS, InputOptions
+from arena_cli.io.options import DEFAULT_STRONG_WEIGHT, JUDGE_FORMATS, InputOptions
 from arena_cli.io.readers import INTERNAL, NESTED, RAW, ROW, RawBatch
 from arena_cli.schema import CONVERSATION, META_COUNTS, QUARANTINE_SCHEMA, QuarantineReason
 
@@ -123,7 +123,9 @@ class JudgeLog:
         return [RawBatch(first.frame, pl.concat([raw.rejected, first.rejected])), *parts[1:]]
 
     def _check_fits(self, columns: Sequence[str]) -> None:
-        extras = [name for name, value in (("--answers", self.options.answers), ("--judgment-baseline", self.options.judgment_baseline)) if value is not None]
+        strong = self.options.strong_weight if self.options.strong_weight != DEFAULT_STRONG_WEIGHT else None
+        extras = [name for name, value in (("--answers", self.options.answers), ("--judgment-baseline", self.options.judgment_baseline), ("--strong-weight", strong))
+                  if value is not None]
         if extras and self.kind != ARENA_HARD:
             raise InputError(f"{self.path}: {' and '.join(extras)} apply to arena-hard-auto judgment files; this is not one (fields: {', '.join(c for c in columns if c not in INTERNAL)})")
         needed = {ARENA_HARD: ("model", "games"), ALPACA_EVAL: ("generator_1", "generator_2", "preference")}.get(self.kind or "", ())
