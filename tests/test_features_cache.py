@@ -68,6 +68,20 @@ def test_update_is_incremental(store, tmp_path):
     assert all(store.rows(t) == 25 for t in update.tables)
 
 
+def test_two_runs_at_once_cache_each_battle_once(store, monkeypatch):
+    """A run that found battles missing, while another run cached them before it took the lock, stores none of
+    them again (both stored every battle: the cache held each one twice, and an export of it listed them twice)."""
+    from arena_cli.features import cache
+
+    stale = pending_battles(store, "default")
+    first = update_store_features(store, "default")
+    monkeypatch.setattr(cache, "pending_battles", lambda *args, **kwargs: stale)  # what the other run found, before the first published
+    second = update_store_features(store, "default")
+    assert second.computed == 22  # (it computed them, but stored none)
+    assert all(store.rows(t) == 22 for t in first.tables)
+    assert read_store_features(store, "default").height == 22
+
+
 def test_cached_features_equal_computed_ones(store):
     update_store_features(Store.open(store.root), "lmarena")
     store.refresh()  # another Store object published the features

@@ -129,6 +129,14 @@ def _cached(store: Store, family: Family, recipe: str, encoding: str, keys: list
     return pl.concat(scans, how="diagonal_relaxed").unique(keys, keep="first", maintain_order=True)
 
 
+def _uncached(store: Store, family: Family, recipe: str, encoding: str, computed: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``computed`` whose battles the family has no features for yet, as the store stands under the
+    write lock: another run may have cached them since they were found missing (two runs at once would otherwise
+    both store them, and the cache would hold a battle twice)."""
+    cached = _cached(store, family, recipe, encoding, KEYS)
+    return computed if cached is None else computed.join(cached.select(KEYS).collect(), on=KEYS, how="anti", nulls_equal=True)
+
+
 def _flag_missing(battles: pl.LazyFrame, cached: dict[str, pl.LazyFrame | None], keys: list[str]) -> pl.LazyFrame:
     """``battles`` (unique keys) with a boolean column per family of ``cached``: whether the battle has none."""
     for name, rows in cached.items():
@@ -218,7 +226,9 @@ def update_store_features(
             with store.write(wait=lock_wait) as tx:
                 for family in families:
                     if family.name in computed:
-                        tx.add(family.key(recipe, encoding), computed[family.name])
+                        fresh = _uncached(store, family, recipe, encoding, computed[family.name])
+                        if fresh.height:
+                            tx.add(family.key(recipe, encoding), fresh)
                 tx.log({"action": "features", "tables": [f.key(recipe, encoding) for f in families if f.name in computed],
                         "battles": source.len(), "from_text": counts[0], "from_metadata": counts[1], "without": counts[2]})
     return FeatureUpdate(
