@@ -968,6 +968,12 @@ def test_output_to_a_dash_is_standard_output_and_a_field_mapped_twice_is_a_usage
     assert arena("export", "--store", tmp_path / "s", "-o", "-").exit_code == 2
     mapped = arena("fit", path, "--map", "outcome=winner", "--map", "outcome=model_a")
     assert mapped.exit_code == 2 and "'outcome' is given twice: 'winner' and 'model_a'" in mapped.output
+    # a report is a file; a name ending in / names a directory (it was written as a file of that name)
+    assert arena("report", path, "--ci", "none", "--min-battles", "1", "-o", "-").exit_code == 2 and not (tmp_path / "-").exists()
+    for command in ("fit", "report"):
+        named = arena(command, path, "--ci", "none", "--min-battles", "1", "-o", "newdir/")
+        assert named.exit_code == 3 and not (tmp_path / "newdir").exists()
+        one_line_error(named, "cannot write newdir/: a name ending in / is a directory's")
 
 
 def test_a_store_whose_every_row_was_quarantined_says_so_when_it_has_no_battles(tmp_path):

@@ -34,12 +34,13 @@ NUMERIC = [(name, param) for name, command in sorted(COMMANDS.items()) for param
 def _outside(bounds: Bounds) -> list[str]:
     """Values just beyond each end (the end itself when it is open)."""
     step = 1 if bounds.integer else 0.5
+    step = max(step, abs(bounds.high or 0) * 1e-6)  # (still a step at a bound of 10^12)
     values = []
     if bounds.low is not None:
         values.append(bounds.low if bounds.low_open else bounds.low - step)
     if bounds.high is not None:
         values.append(bounds.high if bounds.high_open else bounds.high + step)
-    return [f"{v:g}" for v in values]
+    return [f"{v:.17g}" for v in values]
 
 
 def _required(command, tmp_path) -> list[str]:
@@ -83,6 +84,7 @@ def test_bad_numbers_are_usage_errors_naming_the_option(tmp_path, name, param):
 @pytest.mark.parametrize(("args", "option"), [
     (["fit", "-s", "no-store", "--anchor", "m=inf"], "--anchor"),
     (["fit", "-s", "no-store", "--anchor", "m=nan"], "--anchor"),
+    (["fit", "-s", "no-store", "--anchor", "m=1e13"], "--anchor"),  # (scores that large lose their decimals)
     (["fit", "-s", "no-store", "--anchor", "m"], "--anchor"),
     (["fit", "-s", "no-store", "--style", "none,length"], "--style"),
     (["compare", "a.json", "b.json", "--fail-on", "score-shift=nan"], "--fail-on"),

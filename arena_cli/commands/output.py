@@ -3,6 +3,7 @@ stdout or a file. The one place a command's result meets the terminal."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,15 +41,26 @@ FormatOption = Annotated[
     typer.Option("--format", "-f", help="Output format (default: from the -o extension, else table).", show_default=False),
 ]
 OutputOption = Annotated[
-    Optional[Path],
-    typer.Option("--output", "-o", help="Write to FILE (atomically) instead of stdout (- is stdout); format from the extension.", show_default=False),
+    Optional[str],
+    typer.Option("--output", "-o", metavar="FILE", help="Write to FILE (atomically) instead of stdout (- is stdout); format from the extension.", show_default=False),
 ]
 
 
-def _output(output_format: OutputFormat | None, output: Path | None) -> Output:
+def _output(output_format: OutputFormat | None, output: str | None) -> Output:
     from arena_cli.io.atomic import writable_file
 
-    return Output(output_format, writable_file(output) if output is not None and str(output) != "-" else None)  # (-o -: standard output)
+    if output is None or output == "-":  # (-o -: standard output)
+        return Output(output_format, None)
+    return Output(output_format, writable_file(file_name(output)))
+
+
+def file_name(output: str) -> Path:
+    """``-o``'s file: a name ending in a separator names a directory, not a file (as a path, it would lose it)."""
+    from arena_cli.errors import InputError
+
+    if output.endswith(("/", os.sep)):
+        raise InputError(f"cannot write {output}: a name ending in {output[-1]} is a directory's (give a file name)")
+    return Path(output)
 
 
 #: --format, --output: every command that prints data.

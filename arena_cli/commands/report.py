@@ -3,13 +3,13 @@ one html file or a markdown file with its images."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from arena_cli.commands.options import VariantChoice, feature_options, filter_options, fit_options, source_options, variant_options
-from arena_cli.commands.output import progress_bar, warn_all
+from arena_cli.commands.output import file_name, progress_bar, warn_all
+from arena_cli.errors import OptionError
 from arena_cli.io.options import BattleFilter, FeatureOptions, Source
 from arena_cli.models.options import FitOptions
 from arena_cli.render.document import OutputFormat
@@ -21,7 +21,7 @@ from arena_cli.render.document import OutputFormat
 @fit_options(style=False)
 @feature_options
 def report_command(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Report file: .html (one self-contained page, plots inline) or .md (images written beside it as <name>-<plot>.png).", show_default=False)],
+    output: Annotated[str, typer.Option("--output", "-o", metavar="FILE", help="Report file: .html (one self-contained page, plots inline) or .md (images written beside it as <name>-<plot>.png).", show_default=False)],
     source: Source,
     choice: VariantChoice,
     filters: BattleFilter,
@@ -43,15 +43,17 @@ def report_command(
     from arena_cli.render import emit
     from arena_cli.render.emit import image_file
 
-    writable_file(output)
+    if output == "-":
+        raise OptionError("--output", "a report is a file (a markdown one has its images beside it): give a file name (an html page to stdout: -o /dev/stdout -f html)")
+    path = writable_file(file_name(output))
     with progress_bar("bootstrap of every variant") as on_progress:
         report = api.report(
             source, choice.variants, baseline=choice.baseline, top_k=choice.top_k, options=options, filters=filters,
             features=features, on_progress=on_progress,
         )
     document = report.to_document()
-    written = emit(document, output_format, output)
-    left_out = written is OutputFormat.markdown and bool(document.figures) and image_file(output) is None
+    written = emit(document, output_format, path)
+    left_out = written is OutputFormat.markdown and bool(document.figures) and image_file(path) is None
     warn_all((*report.warnings, *([f"{output} is not a regular file (a device or a pipe): the markdown report has no folder beside it "
                                    f"for its {len(document.figures)} plot images, so they are left out; write it to a file "
                                    "(-o report.md) to have them, or use html (-f html), which holds them inline"] if left_out else [])))

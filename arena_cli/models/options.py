@@ -89,14 +89,16 @@ ARENA_HARD_BASELINE_SCORE = 1000.0
 POSITION = "position"
 
 # What each numeric fit option accepts (the CLI declares its options with these very rules).
-RIDGE = Bounds("--ridge", low=0)
+#: Ridges and anchor scores of at most 10^12: a ridge beyond has long fixed every coefficient at 0 (from about 10^100
+#: the solver's sums overflow), and scores near 10^15 lose their decimals.
+RIDGE = Bounds("--ridge", low=0, high=1e12)
 MIN_BATTLES = Bounds("--min-battles", low=1, integer=True)
 #: At most 100,000 resamples: percentiles gain nothing beyond, and each round holds a draw per model.
 ROUNDS = Bounds("--rounds", low=1, high=100_000, integer=True)
 SEED = Bounds("--seed", low=0, integer=True)
 CONFIDENCE = Bounds("--confidence", low=0, high=1, low_open=True, high_open=True)
 WORKERS = Bounds("--workers", low=1, integer=True)
-ANCHOR_SCORE = Bounds("--anchor")
+ANCHOR_SCORE = Bounds("--anchor", low=-1e12, high=1e12)
 TOP_K = Bounds("--top-k", low=1, integer=True)
 #: Fewer expected draws than this beyond each end of an interval, rounds × (1 − confidence) / 2, and the ends
 #: are among the few most extreme draws: their noise is of the order of the interval's width (below 100 rounds
