@@ -69,8 +69,18 @@ def forest_plot(leaderboards: Mapping[str, pl.DataFrame]):
     ax.set_xlabel("score (interval)")
     ax.grid(axis="x", color="#d0d7de", linewidth=0.5)
     ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=len(names), fontsize=8, frameon=False)
-    fig.tight_layout()
+    _tight(fig)
     return fig
+
+
+def _tight(fig) -> None:
+    """The figure's layout fitted to its labels; where they cannot fit (a model name of hundreds of characters),
+    left as it is, without matplotlib's warning on the user's terminal."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fig.tight_layout()
 
 
 def slope_chart(positions: pl.DataFrame, variants: Sequence[str], shifted: str | None = None):
@@ -113,7 +123,7 @@ def slope_chart(positions: pl.DataFrame, variants: Sequence[str], shifted: str |
     ax.set_yticks([])
     for side in ("left", "right", "bottom", "top"):
         ax.spines[side].set_visible(False)
-    fig.tight_layout()
+    _tight(fig)
     return fig
 
 
