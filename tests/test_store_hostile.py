@@ -844,3 +844,22 @@ def test_a_file_in_a_folder_of_the_store_is_refused_as_a_source_and_kept(tmp_pat
     beside = write_votes(root / "b.jsonl", [vote(i) for i in range(10, 12)])
     assert arena("ingest", beside, "--store", root).exit_code == 0
     assert Store.open(root).rows("battles") == 12
+
+
+def test_a_features_part_in_another_familys_folder_is_the_wrong_schema(tmp_path):
+    """A part of one family's features put where another family's part was (the same name) lacks that family's
+    columns: the check says so, the repair sets it aside, and the next `arena features` computes them again (it
+    passed every check, and its battles read as having no markdown counts, never computed again)."""
+    root = tmp_path / "store"
+    assert arena("ingest", write_votes(tmp_path / "a.jsonl", [vote(i) for i in range(12)]), "--store", root).exit_code == 0
+    update_store_features(Store.open(root))
+    structure, markdown = part(root, "features/structure-v1"), part(root, "features/markdown-default-v1")
+    kept = structure.read_bytes()
+    shutil.copyfile(markdown, structure)
+    markdown.write_bytes(kept)
+    problems = [(p.kind, p.path) for p in check_store(root).problems if p.error]
+    assert ("wrong_schema", str(markdown.relative_to(root))) in problems and ("wrong_schema", str(structure.relative_to(root))) in problems
+    repair_store(root)
+    assert check_store(root, deep=True).healthy
+    update = update_store_features(Store.open(root))
+    assert update.computed == 12 and set(update.families) == {"markdown", "structure"}

@@ -293,11 +293,23 @@ def schema_problem(table: str, schema: dict[str, Any], union: dict[str, Any]) ->
             return f"it has no column {name!r}"
         if schema[name] != dtype:
             return f"its column {name!r} is {schema[name]}, not {dtype}"
+    missing = [name for name in family_columns(table) if name not in schema]
+    if missing:  # (another family's part, put in this one's folder: its battles would read as having no features)
+        return f"it has no column {missing[0]!r} of the table's features"
     try:
         union_with(union, schema)
     except Exception as error:  # polars has no one class for "no common type"
         return f"its columns do not read together with the other parts' ({first_line(error)})"
     return None
+
+
+def family_columns(table: str) -> list[str]:
+    """The feature columns every part of a family's table (``features/markdown-default-v1``) has; none for other
+    tables (and for the one-table layout's, ``features/default-cl100k_base-v1``, whose parts hold every family)."""
+    from arena_cli.features.registry import FAMILIES, feature_columns
+
+    family = next((f for f in FAMILIES if table.startswith(f"features/{f.name}-")), None)
+    return feature_columns(family.names) if family is not None else []
 
 
 def union_with(union: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
