@@ -359,3 +359,15 @@ def test_a_large_simulation_in_parts_shares_its_models():
     models = [(m["model"], m["beta"]) for m in whole.truth["models"]]
     assert all([(m["model"], m["beta"]) for m in p.truth["models"]] == models for p in parts)
     assert parts[1].truth["seed"] == 4 and parts[1].truth["model_seed"] == 3
+
+
+@pytest.mark.parametrize("args", [["--position-bias", "-1e308"], ["--style", "length=700"]])
+def test_log_odds_beyond_50_are_usage_errors(tmp_path, args):
+    """A position bias or style coefficient whose battles would all be certain (and whose logistic overflowed,
+    numpy's warning on the user's terminal) is a usage error naming the range."""
+    from typer.testing import CliRunner
+
+    from arena_cli.cli import app
+
+    result = CliRunner().invoke(app, ["simulate", "-n", "100", "-o", str(tmp_path / "out"), *args])
+    assert result.exit_code == 2 and "50" in result.output and not (tmp_path / "out").exists()

@@ -16,8 +16,10 @@ from arena_cli.models.options import SEED
 BATTLES = Bounds("--battles", low=1, high=100_000_000, integer=True)
 MODELS = Bounds("--models", low=2, high=100_000, integer=True)
 MODEL_SEED = dataclasses.replace(SEED, option="--model-seed")
-#: Log-odds advantage of the model shown first: any finite number.
-POSITION_BIAS = Bounds("--position-bias")
+#: Log-odds of at most 50 either way (the advantage of the model shown first; a style coefficient, per standard
+#: deviation): beyond, every battle's outcome is certain, and the logistic's exponentials overflow.
+MAX_LOG_ODDS = 50.0
+POSITION_BIAS = Bounds("--position-bias", low=-MAX_LOG_ODDS, high=MAX_LOG_ODDS)
 #: Log-odds per standard deviation of each group's z-scored feature. Larger than LMArena's published estimates
 #: on purpose, so that the pull of style on an uncontrolled leaderboard is plain to see.
 DEFAULT_STYLE_COEFFICIENTS: dict[str, float] = {"length": 0.30, "header": 0.10, "list": 0.10, "bold": 0.12}
@@ -37,7 +39,7 @@ def true_style_coefficients(given: Mapping[str, Any] | None) -> dict[str, float]
             coefficient = float(value)
         except (TypeError, ValueError):
             coefficient = math.nan
-        if isinstance(value, bool) or not math.isfinite(coefficient):
-            raise OptionError("--style", f"{group}={value}: the coefficient must be a finite number")
+        if isinstance(value, bool) or not math.isfinite(coefficient) or abs(coefficient) > MAX_LOG_ODDS:
+            raise OptionError("--style", f"{group}={value}: the coefficient must be a number from -{MAX_LOG_ODDS:g} to {MAX_LOG_ODDS:g}")
         coefficients[group] = coefficient
     return coefficients
