@@ -63,6 +63,15 @@ def test_markdown_uses_the_layout_and_escapes_pipes():
     assert "a note with [brackets]" in text
 
 
+def test_markdown_cells_show_model_names_as_they_are():
+    """A name with markdown's marks shows them, not code, emphasis, html or a link (they were rendered so)."""
+    from arena_cli.render.display import Cell
+    from arena_cli.render.text import _markdown_cell
+
+    assert _markdown_cell(Cell("`code` **bold** <b> [l](http://e)")) == "\\`code\\` \\*\\*bold\\*\\* \\<b\\> [l]\\(http://e)"
+    assert _markdown_cell(Cell("gpt-4_turbo 3 [2, 5]")) == "gpt-4_turbo 3 [2, 5]"
+
+
 def test_machine_formats_keep_the_frame():
     payload = json.loads(render(doc(), OutputFormat.json))
     assert payload["tables"]["t"][0] == {"model": "a|b", "rank": 1, "lo": 1, "hi": 2, "score": 1010.04, "change": 2, "drift": 0.04, "big": True}

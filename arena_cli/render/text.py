@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,8 +44,14 @@ def to_csv(doc: Document) -> bytes:
 
 
 def _markdown_cell(cell: Cell) -> str:
-    text = cell.text.replace("|", "\\|")  # (a line break is an escape already: see display.shown)
+    """A cell's text as markdown shows it as it is: its pipes, and what would make code, emphasis, html or a link
+    of a model's name, escaped (a line break is an escape already: see display.shown)."""
+    text = _MARKUP.sub(r"\\\1", cell.text.replace("|", "\\|")).replace("](", "]\\(")
     return f"**{text}**" if cell.strong and text else text
+
+
+#: Characters that mark code, emphasis or html in a markdown cell.
+_MARKUP = re.compile(r"([`*<>])")
 
 
 def markdown_table(table: Shown) -> str:
