@@ -280,7 +280,8 @@ class Encoder:
             if column not in schema:
                 raise InputError(f"battles have no {column!r} column (columns: {', '.join(schema)})")
         if options.cluster and options.cluster not in schema:
-            raise InputError(f"--cluster {options.cluster!r}: no such column (columns: {', '.join(schema)})")
+            raise InputError(f"--cluster {options.cluster!r}: the battles have no such column (a column of the log or the store, "
+                             "e.g. judge or question_id)")  # (not the columns read: only those the fit needs were)
         style, unusable = _style_exprs(schema, self.terms, options.style_transform)
         encoded = frame.select(
             # global categories: a model has the same code in both columns and every part, so each name is hashed once
