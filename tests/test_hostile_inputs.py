@@ -985,3 +985,14 @@ def test_a_store_whose_every_row_was_quarantined_says_so_when_it_has_no_battles(
         result = arena(command, "--store", tmp_path / "s")
         assert result.exit_code == 6
         one_line_error(result, "has no battles yet: every row ingested was quarantined (self_battle 1, unknown_winner 1;", "--table quarantine")
+
+
+def test_a_style_fit_of_battles_without_texts_or_counts_says_what_is_missing_and_what_to_do(tmp_path):
+    """Every battle dropped for want of style features: the error says none has what they are computed from, and how
+    to fit without them (exit 6), for fit and for report's variants."""
+    path = tmp_path / "votes.parquet"
+    _votes().write_parquet(path)
+    for args in (["fit", path, "--style", "both"], ["report", path, "-o", tmp_path / "r.html"]):
+        result = arena(*args, "--ci", "none", "--min-battles", "1")
+        assert result.exit_code == 6
+        one_line_error(result, "none of the 120 battle(s) has what the style features", "--style none")

@@ -517,7 +517,10 @@ def prepare(battles: Battles, options: FitOptions) -> Prepared:
         warnings.append(f"{int(count[missing].sum())} battle(s) without style features ({', '.join(terms)}) left out")
     keep = counted & ~self_battle & ~missing
     if not keep.any():
-        raise NoDataError("no battles left to fit (after dropping ties / both_bad / self-battles / missing features)")
+        hint = (f": none of the {int(count[counted & ~self_battle].sum()):,} battle(s) has what the style features {', '.join(terms)} are "
+                "computed from (conversations, or counts such as conv_metadata's); fit without them: --style none (diff, report: "
+                "--variants none)") if missing.any() else ""
+        raise NoDataError(f"no battles left to fit (after dropping ties / both_bad / self-battles / missing features){hint}")
 
     # which models to keep is decided on the counts per pair and outcome of the battles kept so far
     pair_a, pair_b, pair_outcome, pair_count, _ = _aggregate(a, b, np.where(keep, outcome, UNKNOWN), len(names), count)
