@@ -31,6 +31,7 @@ def _commands(root: Path, log: Path, store: Path) -> dict[str, tuple[list[str], 
         "features": (["features", "--list"], 0),
         "ingest": (["ingest", str(log), "-s", str(root / "ingested"), "-f", "json"], 0),
         "simulate": (["simulate", "-n", "50", "--no-texts", "-o", str(root / "sim")], 0),
+        "export": (["export", "-s", str(store), "-o", "-", "-f", "csv"], 0),  # a file's bytes, copied
         "version": (["--version"], 0),
         "help": (["fit", "--help"], 0),  # typer's own output
         "top help": (["--help"], 0),
@@ -64,7 +65,7 @@ def finished(tmp_path_factory) -> dict[str, tuple[int, int, str]]:
     return results
 
 
-@pytest.mark.parametrize("name", ["info", "fit", "diff", "compare", "matrix", "features", "ingest", "simulate", "version", "fit-stderr-too",
+@pytest.mark.parametrize("name", ["info", "fit", "diff", "compare", "matrix", "features", "ingest", "simulate", "export", "version", "fit-stderr-too",
                                   "help", "top help", "store help", "usage-error-stderr-too"])
 def test_a_closed_stdout_ends_the_output_quietly_with_the_commands_own_code(finished, name):
     expected, code, stderr = finished[name]

@@ -97,14 +97,14 @@ def export_command(
         return
     if fmt is None:
         raise OptionError("--format", "-o - (standard output) has no extension to tell the format: give --format parquet, jsonl or csv")
-    import shutil
-    import sys
     import tempfile
+
+    from arena_cli.console import write_stdout
 
     with tempfile.TemporaryDirectory() as folder:  # (the export is written whole, then copied: a failed one writes nothing)
         written = Path(folder) / f"export.{fmt}"
         rows = api.export(written, store=store, table=table, fmt=fmt, where=where)
         with open(written, "rb") as handle:
-            shutil.copyfileobj(handle, sys.stdout.buffer)
-        sys.stdout.buffer.flush()
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                write_stdout(chunk)  # (a reader that stops reading is no error)
     info(f"wrote {rows:,} rows to standard output")
