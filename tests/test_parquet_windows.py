@@ -102,16 +102,3 @@ def test_a_footer_too_large_to_decode_reads_every_row_once_in_windows_of_rows(tm
     assert all(0 < b.frame.height <= batch_rows for b in unlisted)
     assert pl.concat([b.frame for b in unlisted]).equals(pl.concat([b.frame for b in listed]))
     assert pl.concat([b.frame for b in unlisted])[ROW].to_list() == list(range(1, 96))
-
-
-def test_wide_decimals_are_named_by_path_with_the_precision_of_either_field():
-    """The schema's elements, depth first, each under its parent's path; a decimal's digits from the precision field or,
-    when a writer sets only the logical type, from its decimal."""
-    def element(name, children=0, precision=None, logical=None):
-        fields = {4: name.encode()} | ({5: children} if children else {}) | ({8: precision} if precision else {})
-        return fields | ({10: {5: {1: 2, 2: logical}}} if logical else {})
-
-    elements = [element("schema", 4), element("id"), element("meta", 2), element("note"), element("price", precision=40),
-                element("prices", 1), element("list", 1), element("element", logical=39), element("small", precision=10)]
-    assert [(path, digits) for path, digits in footer._element_paths(elements)] == [
-        ("id", 0), ("meta", 0), ("meta.note", 0), ("meta.price", 40), ("prices", 0), ("prices.list", 0), ("prices.list.element", 39), ("small", 10)]

@@ -1,5 +1,5 @@
 """What a parquet file's footer says that polars does not: where its row groups are (their rows, and the bytes
-of each column); and which of its columns polars cannot read at all (:func:`wide_decimals`).
+of each column).
 
 Why: polars reads a slice of a row group by decoding the whole of it, so a reader that batches a file must cut it
 at row-group boundaries (:func:`row_groups`). The footer is Thrift's compact protocol
@@ -11,7 +11,6 @@ lists the ``RowGroup`` s, each with its ``num_rows`` (field 3) and ``ColumnChunk
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,51 +56,7 @@ def _leaf(chunk: dict[int, Any]) -> tuple[str, int]:
 MAX_FOOTER_BYTES = 8 << 20
 
 
-#: The most digits a decimal polars reads may have (its decimals are 128-bit).
-MAX_DECIMAL_DIGITS = 38
-#: The parts of ``FileMetaData`` :func:`wide_decimals` reads: its schema's elements (field 2), each one's name (4),
-#: number of children (5), precision (8) and logical type (10), whose decimal (5) has a precision (2): a writer may
-#: set either.
-_SCHEMA = {2: {4: True, 5: True, 8: True, 10: {5: True}}}
-
-
-def wide_decimals(path: Path) -> list[tuple[str, int]]:
-    """The columns of a parquet file that are decimals of more than :data:`MAX_DECIMAL_DIGITS` digits (a 256-bit
-    decimal, which polars refuses to read, the whole file with it), by path (``meta.price`` for a field of a
-    struct), with their digits; none when its footer cannot be read."""
-    try:
-        metadata = _decoded_footer(path, _SCHEMA)
-        elements = [] if metadata is None else metadata.get(2, [])
-        return [(name, digits) for name, digits in _element_paths(elements) if digits > MAX_DECIMAL_DIGITS]
-    except (OSError, ValueError, IndexError, KeyError, TypeError, AttributeError, struct.error, RecursionError):
-        return []
-
-
-def _element_paths(elements: list[dict[int, Any]]) -> Iterator[tuple[str, int]]:
-    """Each element of a flattened parquet schema (depth first; the first one the root) by its dotted path as the file
-    spells it (``meta.price``; a list's levels included: ``prices.list.element``), with its decimal precision (0 for
-    any other type)."""
-    parents: list[tuple[str, int]] = []  # (path, children still to come) of the groups the walk is in
-    for index, element in enumerate(elements):
-        name = element.get(4, b"").decode("utf-8", "replace")
-        while parents and parents[-1][1] == 0:
-            parents.pop()
-        if parents:
-            above, left = parents[-1]
-            parents[-1] = (above, left - 1)
-            path = f"{above}.{name}" if above else name
-        else:
-            path = ""  # the root
-        logical = element.get(10)
-        decimal = logical.get(5) if isinstance(logical, dict) else None
-        digits = element.get(8) or (decimal.get(2, 0) if isinstance(decimal, dict) else 0)
-        if index:
-            yield path, int(digits)
-        if element.get(5, 0):
-            parents.append((path, element[5]))
-
-
-def _decoded_footer(path: Path, wanted: dict[int, Any] | None = None) -> dict[int, Any] | None:
+def _decoded_footer(path: Path) -> dict[int, Any] | None:
     with open(path, "rb") as handle:
         size = handle.seek(0, 2)
         if size < 12:
@@ -116,7 +71,7 @@ def _decoded_footer(path: Path, wanted: dict[int, Any] | None = None) -> dict[in
         if length > MAX_FOOTER_BYTES:
             return None
         handle.seek(size - 8 - length)
-        return _Compact(handle.read(length)).read_struct(wanted or WANTED)
+        return _Compact(handle.read(length)).read_struct(WANTED)
 
 
 #: The parts of ``FileMetaData`` this module reads, by field id (a nested dict: the fields wanted of a struct, or of

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 from arena_cli.errors import InputError
 from arena_cli.io.files import check_file, local_path, opened, parquet_content, quiet_stderr, scan_parquet, text_content
-from arena_cli.io.footer import MAX_DECIMAL_DIGITS, RowGroup, row_groups, wide_decimals
+from arena_cli.io.footer import RowGroup, row_groups
 from arena_cli.io.json_bytes import DEEPEST, SCAN_BYTES, Brackets, nesting, positions
 from arena_cli.io.options import BATCH_BYTES
 from arena_cli.schema import QUARANTINE_SCHEMA, QuarantineReason
@@ -731,9 +731,9 @@ def corrupt_parquet(path: Path, error: BaseException) -> InputError:
     """The one-line error for a parquet file polars cannot read (its messages can run to several lines): one that
     names the column of a type polars cannot read, when that is why, else damage."""
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    wide = wide_decimals(local_path(path)) if "precision must be between" in first else []
-    if wide:
-        return _wide_decimal(path, *wide[0])
+    wide = _first_wide_decimal(_schema_or_none(path)) if "precision must be between" in first else None
+    if wide is not None:
+        return _wide_decimal(path, wide[0], wide[1].precision or 0)
     zone = re.search(r"unable to parse time zone: '([^']*)'", first)
     if zone:
         return InputError(f"{path}: a column's times have the time zone {zone[1]!r}, which polars cannot read (it reads UTC, named zones "
@@ -746,15 +746,18 @@ def corrupt_parquet(path: Path, error: BaseException) -> InputError:
     return InputError(f"{path}: corrupt or truncated parquet ({first})")
 
 
+#: The most digits a decimal polars reads may have (its decimals are 128-bit).
+MAX_DECIMAL_DIGITS = 38
+
+
 def refuse_wide_decimals(path: Path, scan: pl.LazyFrame, schema: Mapping[str, PolarsDataType]) -> None:
     """Decimals polars cannot read among the columns read (``schema``, of ``scan``) are an input error before
     anything is read: one of more than :data:`MAX_DECIMAL_DIGITS` digits at any depth (polars refuses it at the top
     level, but reads it within a struct with wrong values); and a decimal within a struct, a list or a map that
     polars cannot read (a 256-bit one of fewer digits: it panics), found by reading one row of such columns."""
-    for name, dtype in schema.items():
-        found = _decimal_in(name, dtype, lambda decimal: decimal.precision is not None and decimal.precision > MAX_DECIMAL_DIGITS)
-        if found is not None:
-            raise _wide_decimal(path, found[0], found[1].precision or 0)
+    wide = _first_wide_decimal(schema)
+    if wide is not None:
+        raise _wide_decimal(path, wide[0], wide[1].precision or 0)
     for name, dtype in schema.items():
         found = _decimal_in(name, dtype, lambda _: True) if dtype.is_nested() else None
         if found is None:
@@ -768,6 +771,21 @@ def refuse_wide_decimals(path: Path, scan: pl.LazyFrame, schema: Mapping[str, Po
                              "again") from None
         except pl.exceptions.PolarsError as error:
             raise corrupt_parquet(path, error) from None
+
+
+def _first_wide_decimal(schema: Mapping[str, PolarsDataType]) -> tuple[str, pl.Decimal] | None:
+    """The first decimal of more than :data:`MAX_DECIMAL_DIGITS` digits at any depth of ``schema``, with its path."""
+    too_wide = lambda decimal: decimal.precision is not None and decimal.precision > MAX_DECIMAL_DIGITS  # noqa: E731
+    return next((found for name, dtype in schema.items() if (found := _decimal_in(name, dtype, too_wide)) is not None), None)
+
+
+def _schema_or_none(path: Path) -> Mapping[str, PolarsDataType]:
+    """A parquet file's schema, as polars reads it (a wide decimal's type, whose values it cannot read), or none."""
+    try:
+        with quiet_stderr():
+            return scan_parquet(local_path(path)).collect_schema()
+    except PARQUET_ERRORS:
+        return {}
 
 
 def _decimal_in(path: str, dtype: PolarsDataType, wanted: Callable[[pl.Decimal], bool]) -> tuple[str, pl.Decimal] | None:
