@@ -21,6 +21,7 @@ import polars as pl
 
 from arena_cli.bounds import Bounds
 from arena_cli.errors import InputError, OptionError
+from arena_cli.features.registry import VARIANTS
 from arena_cli.models.options import DEFAULT_TOP_K, DEFAULT_VARIANTS, POSITION, TOP_K
 from arena_cli.models.result import WIN_RATE_COLUMNS
 
@@ -53,14 +54,21 @@ def parse_variants(text: str) -> dict[str, str]:
         name, sep, spec = item.partition("=")
         name, spec = (name.strip(), spec.strip()) if sep else (item, item)
         features = [f.strip() for f in spec.split("+") if f.strip()]
-        if not name or not features:
+        if not name or not features or "=" in spec:
             raise InputError(f"--variants {text!r}: {item!r} is not NAME=FEATURE+FEATURE or a variant name")
         if name in variants:
             raise InputError(f"--variants {text!r}: variant {name!r} given twice")
+        if name in VARIANTS and _style_of(spec) != _style_of(name):  # a table headed "none" must be the plain fit
+            raise InputError(f"--variants {text!r}: {name!r} is the name of a built-in variant; give {spec!r} another name")
         variants[name] = ",".join(features)
     if not variants:
         raise InputError(f"--variants {text!r}: give at least one variant, e.g. {DEFAULT_VARIANTS}")
     return variants
+
+
+def _style_of(spec: str) -> tuple[str, ...]:
+    """The feature groups a variant's spec fits (a built-in name's, or the features joined by ``+``)."""
+    return VARIANTS.get(spec, tuple(f.strip() for f in spec.split("+") if f.strip()))
 
 
 def _int_ranks(frame: pl.DataFrame) -> pl.DataFrame:

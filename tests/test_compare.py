@@ -25,10 +25,14 @@ def test_parse_variants_default_and_custom_sets():
     assert compare.parse_variants("none, length+bold, lb=length + list") == {"none": "none", "length+bold": "length,bold", "lb": "length,list"}
 
 
-@pytest.mark.parametrize("text", ["", " , ", "none,none", "x=", "=length"])
+@pytest.mark.parametrize("text", ["", " , ", "none,none", "x=", "=length", "a=b=length", "none=length", "length=markdown", "both=length"])
 def test_parse_variants_rejects_bad_lists(text):
     with pytest.raises(InputError):
         compare.parse_variants(text)
+
+
+def test_a_built_in_variant_may_be_named_only_for_its_own_features():
+    assert compare.parse_variants("none=none, markdown=header+list+bold") == {"none": "none", "markdown": "header,list,bold"}
 
 
 def test_rank_diff_changes_are_baseline_minus_variant_and_sorted_by_last_variant():
