@@ -367,13 +367,14 @@ def test_arena_hard_records_that_are_no_votes_are_quarantined_with_reasons(tmp_p
         {"uid": "u7", "model": BASELINE, "category": "hard_prompt", "games": [{"score": "A>B"}, {"score": "A>B"}]},
         {"uid": "u8", "category": "hard_prompt", "games": [{"score": "A>B"}, {"score": "A>B"}]},
         {"model": "m", "category": "hard_prompt", "games": [{"score": "A>B"}, {"score": "A>B"}]},
+        {"uid": "u10", "model": "m", "category": "hard_prompt", "games": ["A>B", {"score": "B>A"}]},
     ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines) + "{not json\n")
     result = _ingest(tmp_path, [path], "-i", "arena-hard")
     assert result.exit_code == 0, result.output
     source = json.loads(result.stdout)["tables"]["sources"][0]
-    assert source["stored"] == 1  # u3's game 2: a>b
-    assert source["quarantined_by_reason"] == "missing_model 2, no_verdict 2, self_battle 1, unknown_winner 1, unparseable 1, wrong_type 3"
+    assert source["stored"] == 2  # u3's game 2: a>b; u10's game 2
+    assert source["quarantined_by_reason"] == "missing_model 2, no_verdict 2, self_battle 1, unknown_winner 1, unparseable 1, wrong_type 4"
     assert source["rows_read"] == source["stored"] + source["quarantined"]
     from arena_cli.io.store import Store
 
@@ -381,6 +382,7 @@ def test_arena_hard_records_that_are_no_votes_are_quarantined_with_reasons(tmp_p
     details = dict(zip(quarantine["source_row"], quarantine["detail"]))
     assert details[1] == "games: missing" and details[2] == "games: not a list of games"
     assert details[4] == "game 1: no verdict (its score is null or missing); game 2: no verdict (its score is null or missing)"
+    assert details[10] == "game 1: A>B is not a game (an object with a score)"
     assert "--judgment-baseline" in details[6] and "unknown verdict \"A>>>B\"" in details[3]
     assert json.loads(quarantine.filter(pl.col("source_row") == 4)["raw"].item()) == lines[3]
     mapped = read_sources([path], InputOptions(fmt="arena-hard", winner_map={"A>>>B": "model_a"}, judgment_baseline="gpt-4"))
@@ -392,12 +394,16 @@ def test_alpaca_eval_records_that_are_no_votes_are_quarantined_with_reasons(tmp_
     path = tmp_path / "annotations.json"
     base = {"output_1": "x", "generator_1": "base", "output_2": "y", "generator_2": "m"}
     records = [{"preference": "abc"}, {"preference": 3}, {"preference": None}, {"preference": 0.5}, {"generator_2": "", "preference": 1},
-               {"generator_2": "base", "preference": 1}, {"preference": 1.5}]
+               {"generator_2": "base", "preference": 1}, {"preference": 1.5}, {"preference": " "}]
     path.write_text(json.dumps([base | {"instruction": f"i{k}"} | r for k, r in enumerate(records)]))
     result = _ingest(tmp_path, [path], "-i", "alpaca-eval")
     assert result.exit_code == 0, result.output
     source = json.loads(result.stdout)["tables"]["sources"][0]
-    assert source["stored"] == 1 and source["quarantined_by_reason"] == "missing_model 1, no_verdict 1, self_battle 1, wrong_type 3"
+    assert source["stored"] == 1 and source["quarantined_by_reason"] == "missing_model 1, no_verdict 2, self_battle 1, wrong_type 3"
+    from arena_cli.io.store import Store
+
+    details = Store.open(tmp_path / "store").read("quarantine", ["source_row", "detail"]).sort("source_row")["detail"].to_list()
+    assert details[-1] == details[2] == "preference: missing, null or empty (the annotator gave no verdict)"
 
 
 @pytest.mark.parametrize("mixed", [True, False], ids=["beside text names", "every name nested"])

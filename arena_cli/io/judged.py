@@ -160,6 +160,8 @@ def arena_hard_votes(frame: pl.DataFrame, path: Path, options: InputOptions) -> 
     verdicts = {label: outcome for label, (outcome, _) in VERDICTS.items()} | {k.strip().upper(): v for k, v in options.winner_map.items()}
     strong = [label for label, (_, is_strong) in VERDICTS.items() if is_strong]
     lines = lines.with_columns(
+        pl.col("__games").str.json_path_match(f"$[{k - 1}]").alias(f"__game{k}") for k in (1, 2)
+    ).with_columns(
         pl.col("__games").str.json_path_match(f"$[{k - 1}].score").str.strip_chars().str.to_uppercase().replace("", None).alias(f"__label{k}")
         for k in (1, 2)
     ).with_columns(
@@ -175,8 +177,12 @@ def arena_hard_votes(frame: pl.DataFrame, path: Path, options: InputOptions) -> 
         (QuarantineReason.WRONG_TYPE, pl.col("__games").is_null(), pl.lit("games: missing")),
         (QuarantineReason.WRONG_TYPE, ~pl.col("__games").str.starts_with("["), pl.lit("games: not a list of games")),
     ]
+    not_a_game = {k: ~pl.col(f"__game{k}").str.starts_with("{") for k in (1, 2)}  # (null where the game is missing)
     game_problems = [
-        (QuarantineReason.NO_VERDICT, pl.col(f"__label{k}").is_null(), pl.lit(f"game {k}: no verdict (its score is null or missing)"))
+        (QuarantineReason.WRONG_TYPE, not_a_game[k], pl.format(f"game {k}: {{}} is not a game (an object with a score)", pl.col(f"__game{k}")))
+        for k in (1, 2)
+    ] + [
+        (QuarantineReason.NO_VERDICT, pl.col(f"__label{k}").is_null() & ~not_a_game[k].fill_null(False), pl.lit(f"game {k}: no verdict (its score is null or missing)"))
         for k in (1, 2)
     ] + [
         (QuarantineReason.UNKNOWN_WINNER, pl.col(f"__label{k}").is_not_null() & pl.col(f"__outcome{k}").is_null(), pl.format(
@@ -233,7 +239,7 @@ def alpaca_eval_votes(frame: pl.DataFrame, path: Path, options: InputOptions) ->
         *name_problems,
         (QuarantineReason.MISSING_MODEL, pl.col("generator_1").is_null() | pl.col("generator_2").is_null(), pl.lit("generator_1 or generator_2 is missing or empty")),
         (QuarantineReason.SELF_BATTLE, pl.col("generator_1") == pl.col("generator_2"), pl.lit("generator_1 == generator_2")),
-        (QuarantineReason.NO_VERDICT, pl.col("__given").is_null(), pl.lit("preference: null (the annotator gave no verdict)")),
+        (QuarantineReason.NO_VERDICT, pl.col("__given").is_null(), pl.lit("preference: missing, null or empty (the annotator gave no verdict)")),
         (QuarantineReason.WRONG_TYPE, p.is_null() | ~p.is_finite() | ((p != ALPACA_DRAW) & ~p.is_between(1, 2)), pl.format(
             "preference: {} is not AlpacaEval's (a number from 1 to 2, or 0 for a draw)", pl.col("__given"))),
     ]
