@@ -550,6 +550,9 @@ def _gate_detail(gate: Gate, changes: pl.DataFrame) -> tuple[bool, str]:
     """Whether ``gate`` is met by ``changes`` (from :func:`leaderboard_changes`), and which models met it."""
     kept = changes.filter(pl.col("status") == "kept")
     among = "" if kept.height == changes.height else f"; ranks among the {kept.height} models both have"
+    if gate.name == "significant-shift" and kept.height and kept["rank_beyond_interval"].null_count() == kept.height:
+        raise InputError("--fail-on significant-shift needs rank intervals of both leaderboards, and these give none (one fitted with --ci none?): "
+                         "the condition could never be met; fit both with --ci bootstrap or sandwich")
     if gate.name in ("rank-shift", "significant-shift"):
         met = pl.col("rank_change").abs() >= gate.value if gate.name == "rank-shift" else pl.col("rank_beyond_interval").fill_null(False)
         hits = kept.filter(met).select("model", "common_rank_old", "common_rank_new")

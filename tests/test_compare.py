@@ -188,6 +188,15 @@ def test_gate_significant_shift_and_models_changed():
     assert table.row(0) == ("models-changed", True, "-echo")
 
 
+def test_gate_significant_shift_needs_intervals():
+    """A leaderboard fitted with --ci none has no rank intervals: the condition could never be met, so a CI gate
+    built on it would pass whatever changed."""
+    bare = fx.leaderboard("none").with_columns(pl.lit(None, dtype=pl.Int64).alias(c) for c in ("rank_lower", "rank_upper"))
+    with pytest.raises(InputError, match="needs rank intervals"):
+        compare.evaluate_gates([compare.parse_gate("significant-shift")], compare.leaderboard_changes(bare, fx.leaderboard("both")))
+    assert compare.evaluate_gates([compare.parse_gate("rank-shift=3")], compare.leaderboard_changes(bare, fx.leaderboard("both")))["met"][0]
+
+
 def test_comparison_document_and_summary():
     result = compare.compare_leaderboards(fx.leaderboard("none"), fx.leaderboard("both"), [compare.parse_gate("rank-shift=2")], "last week", "this week")
     assert result.failed == ["rank-shift=2"]
