@@ -215,6 +215,18 @@ def test_clustered_aggregation_keeps_cluster_structure():
     assert set(design.row_cluster.tolist()) == {0, 1, 2}
 
 
+def test_intervals_by_one_cluster_are_refused_and_by_few_warned_about():
+    """From one cluster every resample is the data itself: intervals of no width, which looked certain."""
+    rows = ROUND_ROBIN * 4
+    with pytest.raises(InputError, match="fall in 1 cluster"):
+        D.prepare(frame(rows, judge=["j"] * len(rows)), FitOptions(min_battles=1, cluster="judge"))
+    assert D.prepare(frame(rows, judge=["j"] * len(rows)), FitOptions(min_battles=1, cluster="judge", ci="none")).warnings == ()
+    few = D.prepare(frame(rows, judge=[f"j{i % 3}" for i in range(len(rows))]), FitOptions(min_battles=1, cluster="judge"))
+    assert few.warnings == ("--cluster judge: intervals from only 3 clusters are rough (they vary with the few clusters drawn)",)
+    with pytest.raises(OptionError, match="give the name of a column"):
+        FitOptions(cluster=" ")
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.sampled_from(["model_a", "model_b", "tie", "both_bad"])), min_size=1, max_size=60))
 def test_every_kept_model_has_a_finite_mle(rows):

@@ -45,6 +45,11 @@ def test_few_rounds_are_warned_about_relative_to_the_confidence(rounds, confiden
         assert warning.startswith(f"--rounds {rounds}:") and "unreliable" in warning
 
 
+def test_the_rounds_advised_are_enough_for_the_confidence():
+    assert FitOptions(rounds=1000, confidence=0.999).resolved().few_rounds_warning().endswith("use 5000 or more for anything you publish")
+    assert FitOptions(rounds=50).resolved().few_rounds_warning().endswith("use 1000 or more for anything you publish")
+
+
 def test_a_fit_with_one_round_warns_that_its_intervals_are_unreliable(store):
     result = run("fit", "-s", store, "--rounds", "1", "--workers", "1", "-f", "json")
     assert result.exit_code == 0, result.output

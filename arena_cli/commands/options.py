@@ -32,6 +32,7 @@ from arena_cli.io.options import (
 from arena_cli.models.options import (
     CONFIDENCE,
     DEFAULT_MIN_BATTLES,
+    DEFAULT_ROUNDS,
     DEFAULT_SEED,
     DEFAULT_TOP_K,
     DEFAULT_VARIANTS,
@@ -272,7 +273,7 @@ _MODEL_OPTIONS = [
 ]
 _INTERVAL_OPTIONS = [
     option("ci", Annotated[Optional[CIMethod], typer.Option("--ci", help="Intervals: bootstrap (percentile, resampling battles or --cluster), sandwich (robust covariance) or none. Default bootstrap (sandwich under --compat arena-rank).", show_default=False)], None),
-    option("rounds", Annotated[int, typer.Option("--rounds", click_type=number(ROUNDS), help="Bootstrap rounds, shared by every variant (also the normal draws behind sandwich rank intervals).")], 1000),
+    option("rounds", Annotated[int, typer.Option("--rounds", click_type=number(ROUNDS), help="Bootstrap rounds, shared by every variant (also the normal draws behind sandwich rank intervals).")], DEFAULT_ROUNDS),
     option("seed", Annotated[int, typer.Option("--seed", click_type=number(SEED), help="Seed of the resamples: the same seed gives byte-identical JSON, CSV and markdown.")], DEFAULT_SEED),
     option("confidence", Annotated[Optional[float], typer.Option("--confidence", click_type=number(CONFIDENCE), help="Confidence level of every interval. Default 0.95 (0.90 under --compat arena-hard).", show_default=False)], None),
     option("cluster", Annotated[Optional[str], typer.Option("--cluster", help="Resample clusters of this column (e.g. judge, question_id) instead of battles; with --ci sandwich, a cluster-robust covariance.", show_default=False)], None),

@@ -21,7 +21,7 @@ import polars as pl
 
 from arena_cli.schema import Frame, vote_weight
 from arena_cli.errors import InputError, NoDataError
-from arena_cli.models.options import REWEIGHT_FLOOR, BothBad, Compat, FitOptions, StyleTransform, Ties, parse_style
+from arena_cli.models.options import REWEIGHT_FLOOR, BothBad, CIMethod, Compat, FitOptions, StyleTransform, Ties, parse_style
 
 #: Outcome codes: how many halves of a win model_a gets. y = code / 2 in the binomial likelihood.
 B_WINS, TIE, A_WINS = 0, 1, 2
@@ -560,6 +560,7 @@ def prepare(battles: Battles, options: FitOptions) -> Prepared:
     )
     if cluster is not None:
         cluster = np.unique(cluster[keep_rows], return_inverse=True)[1]
+        _check_clusters(options, int(cluster.max(initial=-1)) + 1, warnings)
     return Prepared(
         models=tuple(names), a=a, b=b, outcome=outcome.astype(np.int8), count=count, features=X, feature_names=tuple(feature_names),
         cluster=cluster, excluded=tuple(excluded), warnings=tuple(warnings), vote_order=encoded.vote_order, weight=weight,
@@ -583,6 +584,23 @@ def _baseline(options: FitOptions, models: list[str], a: np.ndarray, b: np.ndarr
         found = "no model is" if everywhere.size == 0 else f"{everywhere.size} models are"
         raise InputError(f"--compat arena-hard: {found} in every battle, so there is no baseline to find; name it with --baseline-model")
     return int(everywhere[0])
+
+
+#: Fewer clusters than this give intervals that are warned about: a resample of a few clusters, or a covariance
+#: summed over them, varies too much to trust.
+FEW_CLUSTERS = 10
+
+
+def _check_clusters(options: FitOptions, clusters: int, warnings: list[str]) -> None:
+    """Intervals by clusters need two at least (from one, every resample is the data itself, and every interval
+    has no width); fewer than :data:`FEW_CLUSTERS` are warned about."""
+    if options.ci is CIMethod.none:
+        return
+    if clusters < 2:
+        raise InputError(f"--cluster {options.cluster}: the battles fitted fall in {clusters} cluster, and intervals by clusters need two or more "
+                         "(every resample would be the data itself); drop --cluster, or cluster by another column")
+    if clusters < FEW_CLUSTERS:
+        warnings.append(f"--cluster {options.cluster}: intervals from only {clusters} clusters are rough (they vary with the few clusters drawn)")
 
 
 def _alone_clusters(codes: np.ndarray) -> np.ndarray:

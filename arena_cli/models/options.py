@@ -104,6 +104,8 @@ TOP_K = Bounds("--top-k", low=1, integer=True)
 #: are among the few most extreme draws: their noise is of the order of the interval's width (below 100 rounds
 #: at 95%). A fit then warns that its intervals are unreliable.
 MIN_TAIL_DRAWS = 2.5
+#: Bootstrap rounds (and normal draws) by default: enough for 95% intervals (25 draws beyond each end).
+DEFAULT_ROUNDS = 1000
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,7 @@ class FitOptions:
     compat: Compat | None = None
     min_battles: int | None = None
     ci: CIMethod | None = None
-    rounds: int = 1000
+    rounds: int = DEFAULT_ROUNDS
     seed: int = DEFAULT_SEED
     confidence: float | None = None
     cluster: str | None = None
@@ -154,6 +156,8 @@ class FitOptions:
                 except ValueError:
                     choices = ", ".join(k.value for k in kind)
                     raise OptionError(f"--{name.replace('_', '-')}", f"{value!r}: expected one of {choices}") from None
+        if self.cluster is not None and not self.cluster.strip():  # (an unset shell variable: no clusters would be used)
+            raise OptionError("--cluster", f"{self.cluster!r}: give the name of a column")
         if isinstance(self.anchor, str):  # "model=1200", as on the command line
             object.__setattr__(self, "anchor", parse_anchor(self.anchor))
         elif self.anchor is not None:
@@ -233,7 +237,7 @@ class ResolvedFitOptions(FitOptions):
         what = "rank ranges" if self.ci is CIMethod.sandwich else "intervals and rank ranges"
         return (f"--rounds {self.rounds}: {what} from fewer than {enough} draws are unreliable at confidence "
                 f"{self.confidence:g} (about {self.rounds * tail_share:.2g} draws fall beyond each end, so the ends are the "
-                "most extreme draws and may even exclude the estimate); use 1000, the default, for anything you publish")
+                f"most extreme draws and may even exclude the estimate); use {max(enough, DEFAULT_ROUNDS)} or more for anything you publish")
 
 
 @dataclass(frozen=True)
