@@ -120,7 +120,7 @@ def fit(
     from arena_cli.models.engine import fit as fit_battles
     from arena_cli.models.inputs import load_encoded_battles
 
-    chosen = _fit_options(options, fit_options).resolved()
+    chosen = _fit_options(options, fit_options)
     filters, features = _filters(filters, where), features or FeatureOptions()
     if isinstance(data, pl.DataFrame):
         frame, inputs = _frame_input(data, filters)
@@ -306,14 +306,14 @@ def matrix(
 
     if value not in VALUES:
         raise InputError(f"matrix value {value!r}: one of {', '.join(VALUES)}")
-    chosen = dataclasses.replace(_fit_options(options, fit_options), ci=CIMethod.none).resolved()
+    chosen = dataclasses.replace(_fit_options(options, fit_options), ci=CIMethod.none)
     filters, features = _filters(filters, where), features or FeatureOptions()
     if isinstance(data, pl.DataFrame):
         battles, inputs = _frame_input(data, filters)
         warnings: tuple[str, ...] = ()
     else:
         source = _source(data, store, input)
-        loaded = load_fit_battles(source, filters, [chosen.style], features=features, transform=chosen.style_transform)
+        loaded = load_fit_battles(source, filters, [chosen.style], features=features, transform=chosen.resolved().style_transform)
         battles, warnings, inputs = collect_parts(loaded.battles), loaded.warnings, source.as_meta()
     result = fit_battles(battles, chosen)
     pairs = with_predictions(pairwise_counts(battles), result)

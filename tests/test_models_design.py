@@ -44,6 +44,20 @@ def test_plain_fits_count_identical_battles_once_per_pair_and_outcome():
     assert styled.n_rows == styled.n_battles == 7
 
 
+@pytest.mark.parametrize("normalize", [True, False])
+def test_style_terms_that_combine_others_are_refused(normalize):
+    """Terms whose effects cannot be told apart (the same count under two names; one a combination of others):
+    any split of their joint effect fits as well, and the sandwich's information matrix has no inverse."""
+    rows = ROUND_ROBIN * 6
+    x = [float((i * 7) % 5) for i in range(len(rows))]
+    y = [float((i * 3) % 4) for i in range(len(rows))]
+    battles = frame(rows, s1=x, s2=[2 * v + (3 if normalize else 0) for v in x], s3=y, s4=[u - 2 * v for u, v in zip(x, y)])
+    for style, involved in (("s1,s2", "s1, s2"), ("s1,s3,s4", "s1, s3, s4"), ("s2,s1,s3", "s2, s1")):
+        with pytest.raises(InputError, match=f"style terms {involved} are collinear"):
+            D.prepare(battles, FitOptions(min_battles=1, style=style, normalize=normalize))
+    assert D.prepare(battles, FitOptions(min_battles=1, style="s1,s3", normalize=normalize)).feature_names == ("s1", "s3")
+
+
 def test_plain_fits_count_votes_per_cell_as_each_part_is_encoded():
     rows = [("a", "b", "model_a")] * 3 + [("b", "a", "model_a")] * 2 + [("a", "b", "tie"), ("a", "b", "model_a")]
     encoded = D.Encoder(FitOptions(min_battles=1))(frame(rows).lazy()).collect()

@@ -90,6 +90,20 @@ def test_fastchat_style_fit_is_fastchats_penalised_objective_at_its_optimum(styl
     assert np.abs(ratings_of(mle, models) - theirs[: len(models)]).max() > 1e-4
 
 
+def test_every_command_fits_fastchats_penalised_objective(styled_battles):
+    """The API's fit, rank diff and matrix resolve the preset once: resolved twice, FastChat's penalty on the
+    ratings and its summed scale (no option of their own) were lost, and `arena fit` fitted another objective
+    than `arena diff`."""
+    import arena_cli as arena
+
+    engine = fit(styled_battles, FitOptions(style="both", compat=Compat.fastchat, ci=CIMethod.none))
+    ours = arena.fit(styled_battles, style="both", compat="fastchat", ci="none")
+    assert ours.settings["rating_ridge"] == pytest.approx(0.5 / LOG10**2) and ours.settings["ridge_scale"].startswith("summed")
+    assert ours.leaderboard.equals(engine.leaderboard)
+    diff = arena.rank_diff(styled_battles, ["both"], baseline="both", compat="fastchat", ci="none")
+    assert diff.results["both"].leaderboard.equals(engine.leaderboard)
+
+
 def test_fastchat_plain_fit_is_its_unpenalised_bt(styled_battles):
     """compute_bt has no penalty: the plain fit is the MLE, on FastChat's (matchup, outcome) counts."""
     matchups, outcomes, models = fastchat_arrays(styled_battles)

@@ -82,7 +82,7 @@ def _with_texts(vote: dict, i: int) -> dict:
     """A vote with its conversations instead of LMArena's counts of them."""
     turns = lambda answer: [{"role": "user", "content": "q\u00e9 \"x\""}, {"role": "assistant", "content": answer}]  # noqa: E731
     return {**{k: v for k, v in vote.items() if k != "conv_metadata"},
-            "conversation_a": turns("# H\n- a\n**b** " * (i % 4)), "conversation_b": turns("word " * i)}
+            "conversation_a": turns("# H\n" * (i % 4) + "- a\n" * (i % 3) + "**b** " * (i % 5)), "conversation_b": turns("word " * i)}
 
 
 #: How FastChat writes its logs: JSON lines, or a JSON array (``clean_battle_*.json``: ``indent=2``), and compact.

@@ -21,7 +21,7 @@ import polars as pl
 
 from arena_cli.schema import Frame, vote_weight
 from arena_cli.errors import InputError, NoDataError
-from arena_cli.models.options import REWEIGHT_FLOOR, BothBad, CIMethod, Compat, FitOptions, StyleTransform, Ties, parse_style
+from arena_cli.models.options import REWEIGHT_FLOOR, BothBad, CIMethod, Compat, FitOptions, StyleTransform, Ties, as_resolved, parse_style
 
 #: Outcome codes: how many halves of a win model_a gets. y = code / 2 in the binomial likelihood.
 B_WINS, TIE, A_WINS = 0, 1, 2
@@ -261,7 +261,7 @@ class Encoder:
     def __init__(self, options: FitOptions):
         from arena_cli.models.methods import rating_method
 
-        self.options = options.resolved()
+        self.options = as_resolved(options)
         self.terms = parse_style(self.options.style)
         self.ordered = rating_method(self.options.method).needs_order
 
@@ -642,7 +642,39 @@ def _finish_features(
             warnings.append(f"style feature {name!r} is constant in these battles (no information): left out")
     if not informative.all():
         X = np.ascontiguousarray(X[informative])
-    return X, [n for n, ok in zip(names, informative) if ok]
+    kept = [n for n, ok in zip(names, informative) if ok]
+    _refuse_collinear(X, weight, kept)
+    return X, kept
+
+
+#: Rows of the style terms taken at a time for their cross-products (a temporary of this many values per term).
+_GRAM_ROWS = 1 << 20
+
+
+def _gram(X: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
+    """The (weighted) cross-products of the style terms (rows of ``X``), a slice of battles at a time."""
+    k, n = X.shape
+    gram = np.zeros((k, k))
+    for start in range(0, n, _GRAM_ROWS):
+        part = X[:, start : start + _GRAM_ROWS]
+        gram += (part if weight is None else part * weight[start : start + _GRAM_ROWS]) @ part.T
+    return gram
+
+
+def _refuse_collinear(X: np.ndarray, weight: np.ndarray | None, names: list[str]) -> None:
+    """An :class:`InputError` when some style terms (the rows of ``X``) are a combination of others in these
+    battles (the same count under two names, header counts equal to list counts, ...): their coefficients cannot
+    be told apart, so any split of their joint effect fits as well (and a sandwich covariance does not exist)."""
+    if len(names) < 2:
+        return
+    gram = _gram(X, weight)
+    scale = np.sqrt(np.diag(gram))
+    values, vectors = np.linalg.eigh(gram / np.outer(scale, scale))
+    if values[0] > 1e-9:
+        return
+    involved = [name for name, loading in zip(names, vectors[:, 0]) if abs(loading) > 1e-3]
+    raise InputError(f"style terms {', '.join(involved)} are collinear in these battles (one is a combination of the others), so their "
+                     "effects cannot be told apart; fit without one of them")
 
 
 def pair_weights(cell_index: Cells) -> np.ndarray:

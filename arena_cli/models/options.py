@@ -164,7 +164,10 @@ class FitOptions:
             object.__setattr__(self, "anchor", (str(self.anchor[0]), float(ANCHOR_SCORE.check(self.anchor[1]))))
 
     def resolved(self) -> ResolvedFitOptions:
-        """Concrete values for every ``None`` field, from the compat preset or the plain defaults."""
+        """Concrete values for every ``None`` field, from the compat preset or the plain defaults. Only of options
+        as given: a preset's values that no option names (FastChat's penalty on ratings) are not fields of these."""
+        if isinstance(self, ResolvedFitOptions):
+            raise TypeError("FitOptions.resolved() of options already resolved: resolve the options as given")
         styled = parse_style(self.style) != ()
         if self.position_bias and POSITION in parse_style(self.style):
             raise OptionError("--position-bias", f"the style term {POSITION!r} has the name of the position term; rename the column")
@@ -253,6 +256,12 @@ class Penalty:
 
     def __bool__(self) -> bool:
         return bool(self.coefficients or self.ratings)
+
+
+def as_resolved(options: FitOptions) -> ResolvedFitOptions:
+    """``options`` with concrete values: resolved if they are not yet (resolving them again would lose what a
+    preset set beyond the fields of :class:`FitOptions`)."""
+    return options if isinstance(options, ResolvedFitOptions) else options.resolved()
 
 
 def parse_style(style: str) -> tuple[str, ...]:

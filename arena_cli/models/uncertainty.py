@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from arena_cli.errors import InputError
 from arena_cli.models.design import Cells, Design, credit_edges, mle_components, product, strongly_connected
 from arena_cli.models.options import Solver
 from arena_cli.models.solvers import Problem, Solution, gauge_fixed, newton, statsmodels_fit
@@ -71,7 +72,12 @@ def sandwich(
         centring = np.outer(penalised, penalised)
     else:
         J, _ = gauge_fixed(problem.information(terms, cw, ridge_sum), np.ones(problem.M, dtype=bool))
-    J_inv = np.linalg.inv(J)
+    try:
+        J_inv = np.linalg.inv(J)
+    except np.linalg.LinAlgError:  # (collinear style terms are refused before the fit; this is a term confounded with the models)
+        raise InputError("--ci sandwich: the fit's information matrix has no inverse, so its parameters are not all identified "
+                         "(a style term that is a function of the models, say each model's answers always of one length); "
+                         "fit without that term, or use --ci bootstrap") from None
     return J_inv @ (B - centring) @ J_inv
 
 
