@@ -52,7 +52,7 @@ SUMMARY_COLUMNS = ("model_a", "model_b", "outcome", "weight", "timestamp", "lang
 def _source(data: Data, store: str | os.PathLike[str] | None, input: InputOptions | None) -> Source:
     source = Source.of(data, store=store)  # type: ignore[arg-type]
     if input is not None and not isinstance(input, InputOptions):
-        raise InputError(f"input: an InputOptions (e.g. InputOptions(format='csv')), not {type(input).__name__}")
+        raise InputError(f"input: an InputOptions (e.g. InputOptions(fmt='csv')), not {type(input).__name__}")
     return dataclasses.replace(source, input=input) if input is not None else source
 
 

@@ -96,6 +96,8 @@ def test_a_store_without_weights_reads_them_as_one(tmp_path):
     run("ingest", extra, "-s", store.root)
     info = json.loads(run("info", "-s", store.root, "-f", "json").stdout)
     assert info["meta"]["overview"]["total_weight"] == 600 + 5 * 2
+    assert info["tables"]["overview"] == [{**info["meta"]["overview"]}]  # the table is the overview, weight and all
+    assert run("info", "-s", store.root, "-f", "csv").stdout.splitlines()[0] == "battles,total_weight,models,first,last"
 
 
 def test_a_store_that_kept_a_weight_column_as_text_reads_it_as_numbers(tmp_path):

@@ -277,7 +277,8 @@ def matrix_document(matrix: PairwiseMatrix) -> Document:
 
 def summary_tables(summary: Summary) -> tuple[Table, ...]:
     # one row, each value in its own type (JSON numbers are numbers), first and last as ISO 8601 text
-    frame = pl.DataFrame([summary.overview], schema={"battles": pl.Int64, "models": pl.Int64, "first": pl.String, "last": pl.String})
+    types = {"battles": pl.Int64, "total_weight": pl.Float64, "models": pl.Int64, "first": pl.String, "last": pl.String}
+    frame = pl.DataFrame([summary.overview], schema={k: t for k, t in types.items() if k in summary.overview or k != "total_weight"})
     tables = [Table("overview", frame, "Battles"), Table("models", summary.models, "Models"), Table("outcomes", summary.outcomes, "Outcomes")]
     if summary.languages is not None:
         tables.append(Table("languages", summary.languages, "Languages"))
