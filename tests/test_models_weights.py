@@ -103,6 +103,19 @@ def test_a_vote_of_weight_zero_is_no_vote(weighted):
     assert fit(only_ones, rounds=20, workers=1).leaderboard.equals(fit(unweighted, rounds=20, workers=1).leaderboard)
 
 
+@pytest.mark.parametrize(("heavy", "message"), [(1e13, "resolves weights within a ratio of 1e\\+12"), (1e308, "sum beyond what a double holds")])
+def test_weights_a_double_cannot_sum_are_refused(weighted, heavy, message):
+    """Beside a vote of weight 1e20 the others vanish from every sum (every score came out at the offset); two of
+    1e308 sum to infinity (every score NaN). A weight of 0 is no vote and stretches no range."""
+    from arena_cli.errors import InputError
+
+    extreme = weighted.with_columns(pl.when(pl.int_range(pl.len()) < 2).then(heavy).otherwise(pl.col("weight")).alias("weight"))
+    with pytest.raises(InputError, match=message):
+        fit(extreme, ci="none")
+    wide = weighted.with_columns(pl.when(pl.int_range(pl.len()) < 2).then(1e11).when(pl.int_range(pl.len()) < 4).then(0.0).otherwise(1.0).alias("weight"))
+    assert fit(wide, ci="none").leaderboard.height
+
+
 def test_weights_of_one_are_the_unweighted_fit(weighted):
     ones = weighted.with_columns(pl.lit(1.0).alias("weight"))
     for options in ({"style": "none"}, {"style": STYLE, "ci": "sandwich"}):

@@ -509,6 +509,8 @@ def prepare(battles: Battles, options: FitOptions) -> Prepared:
     warnings: list[str] = []
 
     counted = outcome != DROP if weight is None else (outcome != DROP) & (weight > 0)  # a vote of weight 0 counts for nothing
+    if weight is not None:
+        _check_weight_range(weight[counted], count[counted] if count.size == weight.size else None)
     self_battle = a == b
     if self_battle.any():
         warnings.append(f"{int(count[self_battle].sum())} self-battle(s) (model_a == model_b) left out")
@@ -566,6 +568,26 @@ def prepare(battles: Battles, options: FitOptions) -> Prepared:
         cluster=cluster, excluded=tuple(excluded), warnings=tuple(warnings), vote_order=encoded.vote_order, weight=weight,
         baseline=baseline,
     )
+
+
+#: The largest ratio of two votes' weights a fit takes: beyond it, sums in double precision (16 digits) lose the
+#: lighter votes altogether (a vote of weight 1e20 beside votes of weight 1 left every score at the offset).
+WEIGHT_RANGE = 1e12
+
+
+def _check_weight_range(weight: np.ndarray, count: np.ndarray | None) -> None:
+    """An :class:`InputError` when the (positive) vote weights span more than :data:`WEIGHT_RANGE`, or sum beyond
+    what a double holds."""
+    if not weight.size:
+        return
+    low, high = float(weight.min()), float(weight.max())
+    with np.errstate(over="ignore"):
+        total = float(weight.sum() if count is None else weight @ count)
+    if not np.isfinite(total):
+        raise InputError(f"vote weights up to {high:g} sum beyond what a double holds; rescale the weights")
+    if high > WEIGHT_RANGE * low:
+        raise InputError(f"vote weights from {low:g} to {high:g}: a fit in double precision resolves weights within a ratio of "
+                         f"{WEIGHT_RANGE:g} of each other; rescale or cap the weights")
 
 
 def _baseline(options: FitOptions, models: list[str], a: np.ndarray, b: np.ndarray, count: np.ndarray) -> int | None:
