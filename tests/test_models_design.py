@@ -92,8 +92,12 @@ def test_min_battles_excludes_iteratively_with_reasons():
     assert prepared.models == ("a", "b", "c")
     assert [e.model for e in prepared.excluded] == ["d"]
     assert "fewer than 3 battles" in prepared.excluded[0].reason
-    with pytest.raises(NoDataError, match="fewer than two models"):
+    with pytest.raises(NoDataError, match="fewer than two models") as raised:
         D.prepare(frame(rows), FitOptions(min_battles=100))
+    assert str(raised.value).endswith("; lower --min-battles to keep models with fewer battles)")
+    with pytest.raises(NoDataError) as raised:  # no threshold to lower: the reason says so
+        D.prepare(frame([("a", "b", "model_a")] * 5), FitOptions(min_battles=1))
+    assert str(raised.value) == "fewer than two models left to rank (excluded: a: it never lost or tied, so its score has no finite maximum-likelihood value)"
 
 
 @pytest.mark.parametrize(

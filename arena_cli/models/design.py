@@ -545,10 +545,7 @@ def prepare(battles: Battles, options: FitOptions) -> Prepared:
         a, b = remap[a], remap[b]
         names = [m for m, k in zip(names, kept) if k]
     if len(names) < 2:
-        raise NoDataError(
-            "fewer than two models left to rank"
-            + (f" (excluded: {', '.join(e.model for e in excluded)}; lower --min-battles?)" if excluded else "")
-        )
+        raise NoDataError("fewer than two models left to rank" + (f" (excluded: {_exclusions(excluded)})" if excluded else ""))
     if options.ties is Ties.davidson and not np.any(outcome == TIE):
         raise InputError("--ties davidson: these battles have no ties, so the tie parameter cannot be estimated")
     if options.ties is Ties.davidson and np.all(outcome == TIE):
@@ -588,6 +585,13 @@ def _check_weight_range(weight: np.ndarray, count: np.ndarray | None) -> None:
     if high > WEIGHT_RANGE * low:
         raise InputError(f"vote weights from {low:g} to {high:g}: a fit in double precision resolves weights within a ratio of "
                          f"{WEIGHT_RANGE:g} of each other; rescale or cap the weights")
+
+
+def _exclusions(excluded: Sequence[Exclusion], shown: int = 5) -> str:
+    """The models left out and why (the first ``shown``), and what would keep them when a threshold did."""
+    text = "; ".join(f"{e.model}: {e.reason}" for e in excluded[:shown]) + (f"; and {len(excluded) - shown} more" if len(excluded) > shown else "")
+    few = any("--min-battles" in e.reason for e in excluded)
+    return text + ("; lower --min-battles to keep models with fewer battles" if few else "")
 
 
 def _baseline(options: FitOptions, models: list[str], a: np.ndarray, b: np.ndarray, count: np.ndarray) -> int | None:
