@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
@@ -129,12 +130,25 @@ def fit(
     else:
         source = _source(data, store, input)
         loaded = load_encoded_battles(source, filters, chosen, features)
-        result = fit_battles(loaded.battles, chosen, on_progress=on_progress)
+        with _told_on_no_data(loaded.warnings):
+            result = fit_battles(loaded.battles, chosen, on_progress=on_progress)
         warnings, inputs = loaded.warnings, source.as_meta()
     return dataclasses.replace(
         result, settings=_fit_settings(result.settings, features), filters=filters.as_meta(),
         inputs=inputs, warnings=(*warnings, *result.warnings),
     )
+
+
+@contextmanager
+def _told_on_no_data(warnings: Sequence[str]) -> Iterator[None]:
+    """A fit that finds nothing to rank says what the read left out (rows skipped, ids that name prompts): the
+    read's warnings, which the result would have carried, are why."""
+    try:
+        yield
+    except NoDataError as error:
+        if not warnings:
+            raise
+        raise NoDataError(f"{error}; the read said: {'; '.join(warnings)}") from None
 
 
 def rank_diff(
@@ -157,7 +171,8 @@ def rank_diff(
         return _rank_diff_of([frame], specs, baseline, sort, top_k, chosen, features, filters, inputs, (), on_progress)
     source = _source(data, store, input)
     loaded = load_fit_battles(source, filters, list(specs.values()), cluster=chosen.cluster, features=features, transform=chosen.resolved().style_transform)
-    return _rank_diff_of(loaded.battles, specs, baseline, sort, top_k, chosen, features, filters, source.as_meta(), loaded.warnings, on_progress)
+    with _told_on_no_data(loaded.warnings):
+        return _rank_diff_of(loaded.battles, specs, baseline, sort, top_k, chosen, features, filters, source.as_meta(), loaded.warnings, on_progress)
 
 
 def _rank_diff_of(
@@ -284,7 +299,8 @@ def report(
         warnings, inputs, label = loaded.warnings, source.as_meta(), source.label()
         if not source.files:
             context = store_context(source.store_path)
-    comparison = _rank_diff_of([battles], specs, baseline, None, top_k, chosen, features, filters, inputs, warnings, on_progress)
+    with _told_on_no_data(warnings):
+        comparison = _rank_diff_of([battles], specs, baseline, None, top_k, chosen, features, filters, inputs, warnings, on_progress)
     summary = summarize(battles.select([c for c in SUMMARY_COLUMNS if c in battles.columns]), *context)
     return Report(
         summary=summary, comparison=comparison, leaderboards={name: r.leaderboard for name, r in comparison.results.items()},
@@ -315,7 +331,8 @@ def matrix(
         source = _source(data, store, input)
         loaded = load_fit_battles(source, filters, [chosen.style], features=features, transform=chosen.resolved().style_transform)
         battles, warnings, inputs = collect_parts(loaded.battles), loaded.warnings, source.as_meta()
-    result = fit_battles(battles, chosen)
+    with _told_on_no_data(warnings):
+        result = fit_battles(battles, chosen)
     pairs = with_predictions(pairwise_counts(battles), result)
     settings = {"value": value, "layout": "long" if long else "wide", **_fit_settings(result.settings, features)}
     return PairwiseMatrix(

@@ -126,6 +126,20 @@ def test_errors_have_messages_and_exit_codes(votes, votes_store, source, args, c
     assert message in result.output
 
 
+def test_a_fit_with_nothing_to_rank_says_what_the_read_left_out(tmp_path):
+    """The rows a read skipped are often why nothing is left: here a question_id that names prompts, so that
+    every repeat is a conflicting duplicate. The error says so, on its one line."""
+    path = tmp_path / "prompts.jsonl"
+    models = ["m0", "m1", "m2"]
+    path.write_text("".join(json.dumps({"question_id": f"q{i % 10}", "model_a": models[i % 3], "model_b": models[(i + 1) % 3],
+                                        "winner": "model_a" if i % 2 else "model_b"}) + "\n" for i in range(200)))
+    result = run(str(path), "--ci", "none", ok=False)
+    assert result.exit_code == 6
+    error = result.stderr.strip().splitlines()[-1]
+    assert error.startswith("error: fewer than two models left to rank") and "the read said: 60 exact duplicate row(s) dropped" in error and "130 row(s) skipped" in error
+    assert "question_id probably names prompts" in error
+
+
 @pytest.fixture(scope="module")
 def votes_store(votes, tmp_path_factory):
     store = tmp_path_factory.mktemp("store") / "s"
