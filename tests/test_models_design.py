@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from arena_cli.errors import InputError, NoDataError, OptionError
 from arena_cli.models import design as D
+from arena_cli.models.engine import fit_variants
 from arena_cli.models.options import BothBad, FitOptions, Ties, parse_anchor, parse_style
 
 
@@ -54,8 +55,13 @@ def test_style_terms_that_combine_others_are_refused(normalize):
     battles = frame(rows, s1=x, s2=[2 * v + (3 if normalize else 0) for v in x], s3=y, s4=[u - 2 * v for u, v in zip(x, y)])
     for style, involved in (("s1,s2", "s1, s2"), ("s1,s3,s4", "s1, s3, s4"), ("s2,s1,s3", "s2, s1")):
         with pytest.raises(InputError, match=f"style terms {involved} are collinear"):
-            D.prepare(battles, FitOptions(min_battles=1, style=style, normalize=normalize))
-    assert D.prepare(battles, FitOptions(min_battles=1, style="s1,s3", normalize=normalize)).feature_names == ("s1", "s3")
+            fit_variants(battles, {"v": style}, FitOptions(min_battles=1, ci="none", normalize=normalize))
+    fitted = fit_variants(battles, {"v": "s1,s3"}, FitOptions(min_battles=1, ci="none", normalize=normalize))
+    assert fitted["v"].coefficients["feature"].to_list() == ["s1", "s3"]
+    # terms collinear only across variants (each fit takes one of them) are no such combination
+    apart = fit_variants(battles, {"one": "s1", "two": "s2"}, FitOptions(min_battles=1, ci="none", normalize=normalize))
+    one, two = (apart[v].coefficients["coef"][0] for v in ("one", "two"))
+    assert one == pytest.approx(two if normalize else 2 * two, rel=1e-6, abs=1e-12)  # standardised, the same term
 
 
 def test_plain_fits_count_votes_per_cell_as_each_part_is_encoded():

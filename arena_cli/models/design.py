@@ -510,7 +510,7 @@ def prepare(battles: Battles, options: FitOptions) -> Prepared:
 
     counted = outcome != DROP if weight is None else (outcome != DROP) & (weight > 0)  # a vote of weight 0 counts for nothing
     if weight is not None:
-        _check_weight_range(weight[counted], count[counted] if count.size == weight.size else None)
+        _check_weight_range(weight[counted], count[counted])
     self_battle = a == b
     if self_battle.any():
         warnings.append(f"{int(count[self_battle].sum())} self-battle(s) (model_a == model_b) left out")
@@ -572,14 +572,14 @@ def prepare(battles: Battles, options: FitOptions) -> Prepared:
 WEIGHT_RANGE = 1e12
 
 
-def _check_weight_range(weight: np.ndarray, count: np.ndarray | None) -> None:
+def _check_weight_range(weight: np.ndarray, count: np.ndarray) -> None:
     """An :class:`InputError` when the (positive) vote weights span more than :data:`WEIGHT_RANGE`, or sum beyond
     what a double holds."""
     if not weight.size:
         return
     low, high = float(weight.min()), float(weight.max())
     with np.errstate(over="ignore"):
-        total = float(weight.sum() if count is None else weight @ count)
+        total = float(weight @ count)
     if not np.isfinite(total):
         raise InputError(f"vote weights up to {high:g} sum beyond what a double holds; rescale the weights")
     if high > WEIGHT_RANGE * low:
@@ -668,9 +668,7 @@ def _finish_features(
             warnings.append(f"style feature {name!r} is constant in these battles (no information): left out")
     if not informative.all():
         X = np.ascontiguousarray(X[informative])
-    kept = [n for n, ok in zip(names, informative) if ok]
-    _refuse_collinear(X, weight, kept)
-    return X, kept
+    return X, [n for n, ok in zip(names, informative) if ok]
 
 
 #: Rows of the style terms taken at a time for their cross-products (a temporary of this many values per term).
@@ -687,15 +685,23 @@ def _gram(X: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
     return gram
 
 
-def _refuse_collinear(X: np.ndarray, weight: np.ndarray | None, names: list[str]) -> None:
-    """An :class:`InputError` when some style terms (the rows of ``X``) are a combination of others in these
-    battles (the same count under two names, header counts equal to list counts, ...): their coefficients cannot
-    be told apart, so any split of their joint effect fits as well (and a sandwich covariance does not exist)."""
+def style_gram(prepared: Prepared) -> np.ndarray:
+    """The weighted cross-products of the prepared style terms, once for every variant's :func:`refuse_collinear`."""
+    weight = prepared.count if prepared.weight is None else product(prepared.count, prepared.weight)
+    return _gram(prepared.features, None if is_ones(weight) else weight)
+
+
+def refuse_collinear(gram: np.ndarray, prepared: Prepared, names: Sequence[str]) -> None:
+    """An :class:`InputError` when some of the style terms ``names`` that one fit takes are a combination of the
+    others in these battles (the same count under two names, header counts equal to list counts, ...): their
+    coefficients cannot be told apart, so any split of their joint effect fits as well (and a sandwich covariance
+    does not exist). ``gram``: :func:`style_gram` of ``prepared``."""
     if len(names) < 2:
         return
-    gram = _gram(X, weight)
-    scale = np.sqrt(np.diag(gram))
-    values, vectors = np.linalg.eigh(gram / np.outer(scale, scale))
+    rows = [prepared.feature_names.index(name) for name in names]
+    chosen = gram[np.ix_(rows, rows)]
+    scale = np.sqrt(np.diag(chosen))
+    values, vectors = np.linalg.eigh(chosen / np.outer(scale, scale))
     if values[0] > 1e-9:
         return
     involved = [name for name, loading in zip(names, vectors[:, 0]) if abs(loading) > 1e-3]

@@ -57,6 +57,10 @@ def _fit_variants(battles: designs.Battles, variants: Mapping[str, str], options
     cell_index = designs.cells(prepared)
     records = designs.record_counts(cell_index, prepared.n_models)
     resolved = {name: dataclasses.replace(options, style=spec).resolved() for name, spec in variants.items()}
+    if len(prepared.feature_names) > 1:
+        gram = designs.style_gram(prepared)
+        for chosen in resolved.values():
+            designs.refuse_collinear(gram, prepared, [t for t in parse_style(chosen.style) if t in prepared.feature_names])
     ratings = rating_method(base.method).rate(prepared, cell_index, resolved, on_progress)
     return {name: _result(ratings[name], resolved[name], prepared, records) for name in variants}
 
