@@ -139,6 +139,15 @@ def fit(
     )
 
 
+def _variant_specs(variants: str | Sequence[str] | Mapping[str, str]) -> dict[str, str]:
+    """Variant name -> style spec, from ``"none,lb=length+bold"``, a list of such items, or a mapping as it is."""
+    from arena_cli.comparison import parse_variants
+
+    if isinstance(variants, Mapping):
+        return dict(variants)
+    return parse_variants(variants if isinstance(variants, str) else ",".join(variants))
+
+
 @contextmanager
 def _told_on_no_data(warnings: Sequence[str]) -> Iterator[None]:
     """A fit that finds nothing to rank says what the read left out (rows skipped, ids that name prompts): the
@@ -160,10 +169,9 @@ def rank_diff(
 ) -> VariantComparison:
     """The rank-diff table (``arena diff``): every style-control variant fitted on the same battles with the
     same resamples, each model's rank and score per variant and its rank change against ``baseline``."""
-    from arena_cli.comparison import parse_variants
     from arena_cli.models.inputs import load_fit_battles
 
-    specs = parse_variants(variants) if isinstance(variants, str) else dict(variants) if isinstance(variants, Mapping) else parse_variants(",".join(variants))
+    specs = _variant_specs(variants)
     chosen = _fit_options(options, fit_options)
     filters, features = _filters(filters, where), features or FeatureOptions()
     if isinstance(data, pl.DataFrame):
@@ -274,12 +282,11 @@ def report(
 ) -> Report:
     """A ranking report (``arena report``): a summary of the battles, the rank diff across ``variants``,
     style coefficients, highlights, every variant's leaderboard and the plots. The battles are read once."""
-    from arena_cli.comparison import parse_variants
     from arena_cli.info import store_context, summarize
     from arena_cli.pairwise import pairwise_counts
     from arena_cli.models.inputs import load_fit_battles
 
-    specs = parse_variants(variants) if isinstance(variants, str) else dict(variants) if isinstance(variants, Mapping) else parse_variants(",".join(variants))
+    specs = _variant_specs(variants)
     chosen = _fit_options(options, fit_options)
     filters, features = _filters(filters, where), features or FeatureOptions()
     context: tuple[pl.DataFrame | None, pl.DataFrame | None] = (None, None)
