@@ -45,6 +45,8 @@ Progress = Callable[[int, int], None]
 
 #: Columns a summary of battles describes (``arena info`` and the report's data section).
 SUMMARY_COLUMNS = ("model_a", "model_b", "outcome", "weight", "timestamp", "language")
+#: Columns pairwise counts and win rates read (``arena matrix`` without predictions).
+PAIR_COLUMNS = ("model_a", "model_b", "outcome", "weight")
 
 
 # -------------------------------------------------------------------------------------------- helpers
@@ -322,7 +324,10 @@ def matrix(
     features: FeatureOptions | None = None, input: InputOptions | None = None, **fit_options: Any,
 ) -> PairwiseMatrix:
     """Pairwise battles, win rates and predicted win probabilities (``arena matrix``): ``value`` is what the
-    model × model matrix shows (``battles``, ``win_rate``, ``predicted``), or every pair with ``long``."""
+    model × model matrix shows (``battles``, ``win_rate``, ``predicted``), or every pair with ``long``.
+
+    Only predictions (``predicted``, ``long``) need a fit, in leaderboard order; counts and win rates are the
+    battles as they are, by overall win rate, so a fit that can rank nothing (too few battles) cannot stop them."""
     from arena_cli.pairwise import VALUES, model_order, pairwise_counts, with_predictions
     from arena_cli.models.engine import fit as fit_battles
     from arena_cli.models.inputs import load_fit_battles
@@ -331,13 +336,27 @@ def matrix(
         raise InputError(f"matrix value {value!r}: one of {', '.join(VALUES)}")
     chosen = dataclasses.replace(_fit_options(options, fit_options), ci=CIMethod.none)
     filters, features = _filters(filters, where), features or FeatureOptions()
+    predicts = long or value == "predicted"
+    warnings: tuple[str, ...] = ()
     if isinstance(data, pl.DataFrame):
         battles, inputs = _frame_input(data, filters)
-        warnings: tuple[str, ...] = ()
-    else:
+    elif predicts:
         source = _source(data, store, input)
         loaded = load_fit_battles(source, filters, [chosen.style], features=features, transform=chosen.resolved().style_transform)
         battles, warnings, inputs = collect_parts(loaded.battles), loaded.warnings, source.as_meta()
+    else:
+        source = _source(data, store, input)
+        counted = load_battles(source, filters=filters, columns=PAIR_COLUMNS)
+        battles, warnings, inputs = counted.battles, counted.warnings, source.as_meta()
+    if not predicts:
+        pairs = pairwise_counts(battles)
+        unused = _unused_fit_options(chosen)
+        said = (f"fit options ({', '.join(unused)}) shape only the predictions (value predicted, or long): the {value.replace('_', ' ')} matrix "
+                "counts the battles as they are",) if unused else ()
+        return PairwiseMatrix(
+            pairs=pairs, order=tuple(model_order(pairs)), value=value, long=False, settings={"value": value, "layout": "wide"},
+            filters=filters.as_meta(), inputs=inputs, warnings=(*warnings, *said),
+        )
     with _told_on_no_data(warnings):
         result = fit_battles(battles, chosen)
     pairs = with_predictions(pairwise_counts(battles), result)
@@ -346,6 +365,12 @@ def matrix(
         pairs=pairs, order=tuple(model_order(pairs, result)), value=value, long=long, settings=settings,
         filters=filters.as_meta(), inputs=inputs, warnings=(*warnings, *result.warnings),
     )
+
+
+def _unused_fit_options(options: FitOptions) -> list[str]:
+    """The fit options set otherwise than by default, where no fit is made (how fast a fit would run aside)."""
+    default = dataclasses.replace(FitOptions(), ci=options.ci, workers=options.workers)
+    return [f.name for f in dataclasses.fields(FitOptions) if getattr(options, f.name) != getattr(default, f.name)]
 
 
 # ------------------------------------------------------------------------------------- data and store

@@ -35,7 +35,22 @@ def test_battle_matrix_matches_the_counts(store):
 
     battles = Store.open(store).read("battles", ["model_a", "model_b", "outcome"])
     assert int(wide.drop("model").sum().sum_horizontal().item()) == 2 * battles.height
-    assert wide.columns[1:] == wide["model"].to_list()  # rows and columns in the same (leaderboard) order
+    assert wide.columns[1:] == wide["model"].to_list()  # rows and columns in the same order
+
+
+@pytest.mark.parametrize("value", ["battles", "win-rate"])
+def test_counts_and_win_rates_need_no_fit(store, value):
+    """A fit that can rank nothing (every model below --min-battles) stops predictions, never counts: they are the
+    battles as they are, ordered by overall win rate, and the fit option that changed nothing is said."""
+    result = run("matrix", "--store", store, "--value", value, "--min-battles", 100_000, "-f", "json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["meta"]["settings"] == {"value": value.replace("-", "_"), "layout": "wide"}
+    assert any("min_battles" in w for w in document["meta"]["warnings"]) and "min_battles" in result.stderr
+    pairs = pl.DataFrame(json.loads(run("matrix", "--store", store, "--long", "--min-battles", 1, "-f", "json").stdout)["tables"]["pairs"])
+    overall = pairs.group_by("model").agg(((pl.col("wins") + 0.5 * pl.col("ties")).sum() / pl.col("battles").sum()).alias("rate"))
+    assert [row["model"] for row in document["tables"]["matrix"]] == overall.sort(["rate", "model"], descending=[True, False])["model"].to_list()
+    assert run("matrix", "--store", store, "--value", "predicted", "--min-battles", 100_000).exit_code == ExitCode.NO_DATA
 
 
 def test_long_layout_has_predictions_that_sum_to_one(store):

@@ -41,9 +41,10 @@ def matrix_command(
 ) -> None:
     """Pairwise matrix: battles, win rates or predicted win probabilities of every model against every other.
 
-    Rows and columns follow the fitted leaderboard (a point fit, no intervals; --style and the fit options set
-    the model behind the predictions, with style held equal). Models the fit leaves out (too few battles) come
-    last, with no prediction.
+    Battles and win rates are counted as they are, rows and columns by overall win rate (a tie counting half):
+    no fit. Predictions (--value predicted, --long) come from a point fit (no intervals; --style and the fit
+    options set the model behind them, with style held equal), rows and columns in its leaderboard order; models
+    the fit leaves out (too few battles) come last, with no prediction.
     """
     from arena_cli import api
 
