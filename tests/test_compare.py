@@ -350,6 +350,31 @@ def test_scores_are_compared_on_one_scale():
     assert pinned.summary()["score_offset"] == 0.0 and pinned.failed == ["score-shift=1"]
 
 
+def test_the_note_gives_the_offset_with_the_sign_json_has():
+    """score_change = new - score_offset - old: the note quotes score_offset as the field has it (it said the new
+    board was shifted by the offset's opposite, which read as the offset with the other sign)."""
+    import re
+
+    old = fx.leaderboard("none")
+    new = old.with_columns(pl.col("score", "score_lower", "score_upper") - 12.5)
+    result = compare.compare_leaderboards(old, new)
+    assert result.summary()["score_offset"] == -12.5
+    note = next(n for n in result.to_document().table("changes").notes if n.startswith("Δ score"))
+    assert "new - old - score_offset" in note and re.search(r"score_offset, (\S+) points", note).group(1) == "-12.5"
+
+
+def test_an_offset_or_change_that_rounds_to_zero_is_written_without_a_sign():
+    """Two boards a hair apart (floating-point noise in the last bits): csv and the table show 0.0, never -0.0."""
+    old = fx.leaderboard("none")
+    new = old.with_columns(pl.col("score", "score_lower", "score_upper") - 1e-9)
+    document = compare.compare_leaderboards(old, new).to_document()
+    assert document.table("changes").frame["score_offset"][0] < 0
+    csv = pl.read_csv(render(document, OutputFormat.csv), infer_schema=False)
+    assert set(csv["score_offset"]) == {"0.0"} and set(csv["score_change"]) == {"0.0"}
+    shown = render(document, OutputFormat.markdown).decode()
+    assert "-0.0" not in shown
+
+
 @pytest.mark.parametrize("with_draws", [True, False], ids=["draws", "saved-ranges"])
 def test_a_real_shift_among_common_models_still_fires(with_draws):
     """m6 climbs from last to first among the six while a model leaves: the rank conditions fire for it."""

@@ -242,8 +242,8 @@ def comparison_document(comparison: LeaderboardComparison) -> Document:
         f"left move no one; rank ranges among them from the {comparison.common_ranks_from}; JSON and CSV: common_rank_*)"
     )
     offset = comparison.summary()["score_offset"]
-    aligned = (f"Δ score: new - old after shifting the new board by {-offset:+.1f} points, so that the models both boards "
-               f"have keep their mean score (models that entered or left move no score)",) if abs(offset) >= 0.05 else ()
+    aligned = (f"Δ score: new - old - score_offset; score_offset, {offset:+.1f} points, the mean score change of the models both "
+               f"boards have, is taken out so that they keep their mean score (models that entered or left move no score)",) if abs(offset) >= 0.05 else ()
     notes = (f"Δ rank: {change}; + = the model climbs. Bold (* in plain text): beyond the intervals (the old and new intervals do not overlap).", *aligned)
     tables = (
         Table("changes", comparison.changes, f"{comparison.old_label} → {comparison.new_label}", digits, notes, layout),
