@@ -141,13 +141,17 @@ def fit(
     )
 
 
-def _variant_specs(variants: str | Sequence[str] | Mapping[str, str]) -> dict[str, str]:
-    """Variant name -> style spec, from ``"none,lb=length+bold"``, a list of such items, or a mapping as it is."""
-    from arena_cli.comparison import parse_variants
+def _variant_specs(variants: str | Sequence[str] | Mapping[str, str], baseline: str, sort: str | None = None) -> dict[str, str]:
+    """Variant name -> style spec, from ``"none,lb=length+bold"``, a list of such items, or a mapping as it is;
+    ``baseline`` and ``sort`` checked against them before any battle is read (an :class:`OptionError`)."""
+    from arena_cli.comparison import check_variant_choice, parse_variants
 
     if isinstance(variants, Mapping):
-        return dict(variants)
-    return parse_variants(variants if isinstance(variants, str) else ",".join(variants))
+        specs = dict(variants)
+    else:
+        specs = parse_variants(variants if isinstance(variants, str) else ",".join(variants))
+    check_variant_choice(specs, baseline, sort)
+    return specs
 
 
 @contextmanager
@@ -173,7 +177,7 @@ def rank_diff(
     same resamples, each model's rank and score per variant and its rank change against ``baseline``."""
     from arena_cli.models.inputs import load_fit_battles
 
-    specs = _variant_specs(variants)
+    specs = _variant_specs(variants, baseline, sort)
     chosen = _fit_options(options, fit_options)
     filters, features = _filters(filters, where), features or FeatureOptions()
     if isinstance(data, pl.DataFrame):
@@ -288,7 +292,7 @@ def report(
     from arena_cli.pairwise import pairwise_counts
     from arena_cli.models.inputs import load_fit_battles
 
-    specs = _variant_specs(variants)
+    specs = _variant_specs(variants, baseline)
     chosen = _fit_options(options, fit_options)
     filters, features = _filters(filters, where), features or FeatureOptions()
     context: tuple[pl.DataFrame | None, pl.DataFrame | None] = (None, None)

@@ -8,7 +8,7 @@ the k highest-scoring models (leaderboard order), whatever their rank intervals.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 import dataclasses
 import math
 from dataclasses import dataclass, field
@@ -45,7 +45,8 @@ def parse_variants(text: str) -> dict[str, str]:
     """``"none,length,len-bold=length+bold"`` -> ``{variant name: style spec}`` for :class:`FitOptions`.
 
     Variants are comma-separated; a custom feature set joins its features with ``+`` (``length+bold``) and
-    may be named ``NAME=SPEC``; an unnamed set is named by its spec.
+    may be named ``NAME=SPEC``; an unnamed set is named by its spec. A malformed list is an :class:`OptionError`
+    (a ValueError; exit 2 on the command line): what is wrong with it is in the text, whatever the battles.
     """
     variants: dict[str, str] = {}
     for item in (part.strip() for part in text.split(",")):
@@ -55,15 +56,25 @@ def parse_variants(text: str) -> dict[str, str]:
         name, spec = (name.strip(), spec.strip()) if sep else (item, item)
         features = [f.strip() for f in spec.split("+") if f.strip()]
         if not name or not features or "=" in spec:
-            raise InputError(f"--variants {text!r}: {item!r} is not NAME=FEATURE+FEATURE or a variant name")
+            raise OptionError("--variants", f"{item!r} is not NAME=FEATURE+FEATURE or a variant name")
         if name in variants:
-            raise InputError(f"--variants {text!r}: variant {name!r} given twice")
+            raise OptionError("--variants", f"variant {name!r} given twice")
         if name in VARIANTS and _style_of(spec) != _style_of(name):  # a table headed "none" must be the plain fit
-            raise InputError(f"--variants {text!r}: {name!r} is the name of a built-in variant; give {spec!r} another name")
+            raise OptionError("--variants", f"{name!r} is the name of a built-in variant; give {spec!r} another name")
         variants[name] = ",".join(features)
     if not variants:
-        raise InputError(f"--variants {text!r}: give at least one variant, e.g. {DEFAULT_VARIANTS}")
+        raise OptionError("--variants", f"{text!r}: give at least one variant, e.g. {DEFAULT_VARIANTS}")
     return variants
+
+
+def check_variant_choice(variants: Iterable[str], baseline: str, sort_by: str | None = None) -> None:
+    """``baseline`` (and ``sort_by``, unless ``model``) must name one of ``variants``: known from the arguments
+    alone, so an :class:`OptionError` (exit 2), raised before any battle is read."""
+    names = list(variants)
+    if baseline not in names:
+        raise OptionError("--baseline", f"{baseline!r} is not one of the variants {names}")
+    if sort_by is not None and sort_by != "model" and sort_by not in names:
+        raise OptionError("--sort", f"{sort_by!r}: give model or one of the variants {names}")
 
 
 def _style_of(spec: str) -> tuple[str, ...]:
@@ -118,11 +129,8 @@ def rank_diff_frame(
 
     Sorted by ``sort_by``'s rank (then its score), default the last variant; ``sort_by="model"`` sorts by name.
     """
-    if baseline not in leaderboards:
-        raise InputError(f"--baseline {baseline!r}: not one of the variants {list(leaderboards)}")
+    check_variant_choice(leaderboards, baseline, sort_by)
     sort_by = sort_by or list(leaderboards)[-1]
-    if sort_by != "model" and sort_by not in leaderboards:
-        raise InputError(f"--sort {sort_by!r}: give model or one of the variants {list(leaderboards)}")
     parts, shown = [], {}
     for name, leaderboard in leaderboards.items():
         win_rate = [c for c in WIN_RATE_COLUMNS if c in leaderboard.columns]
@@ -328,10 +336,7 @@ def diff_variants(
     style-controlled fits)."""
     from arena_cli.models import fit_variants
 
-    if baseline not in variants:
-        raise InputError(f"--baseline {baseline!r}: not one of the variants {list(variants)}")
-    if sort_by is not None and sort_by != "model" and sort_by not in variants:
-        raise InputError(f"--sort {sort_by!r}: give model or one of the variants {list(variants)}")
+    check_variant_choice(variants, baseline, sort_by)
     TOP_K.check(top_k)
     results = fit_variants(battles, dict(variants), options, on_progress=on_progress)
     return compare_fits(results, variants, baseline, sort_by, top_k)

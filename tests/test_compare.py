@@ -27,7 +27,8 @@ def test_parse_variants_default_and_custom_sets():
 
 @pytest.mark.parametrize("text", ["", " , ", "none,none", "x=", "=length", "a=b=length", "none=length", "length=markdown", "both=length"])
 def test_parse_variants_rejects_bad_lists(text):
-    with pytest.raises(InputError):
+    """A malformed list is a malformed argument: OptionError (a ValueError; exit 2), whatever the battles."""
+    with pytest.raises(OptionError, match="--variants"):
         compare.parse_variants(text)
 
 
@@ -56,9 +57,9 @@ def test_shift_is_significant_only_when_intervals_do_not_overlap():
 def test_rank_diff_sort_options():
     assert comparison(sort_by="model").rank_diff["model"].to_list() == sorted(fx.MODELS)
     assert comparison(sort_by="none").rank_diff["model"].to_list() == ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
-    with pytest.raises(InputError, match="--sort"):
+    with pytest.raises(OptionError, match="--sort"):
         comparison(sort_by="nope")
-    with pytest.raises(InputError, match="--baseline"):
+    with pytest.raises(OptionError, match="--baseline"):
         comparison(baseline="nope")
 
 
@@ -398,3 +399,13 @@ def test_common_ranks_from_saved_ranges_can_only_widen():
     })
     ranks = compare.common_ranks(board, ["a", "b"])
     assert ranks.rows() == [("a", 1, 1, 2), ("b", 2, 2, 2)]  # x overlaps a: only its best bound may move; x is wholly above b
+
+
+@pytest.mark.parametrize("call", ["rank_diff", "report"])
+def test_the_api_refuses_a_baseline_outside_the_variants_before_reading(tmp_path, call):
+    """A ValueError of the arguments, raised before the (missing) file is looked at."""
+    import arena_cli as arena
+
+    with pytest.raises(OptionError, match="--baseline: 'both' is not one of the variants") as raised:
+        getattr(arena, call)(tmp_path / "no-such-log.jsonl", "none,length", baseline="both")
+    assert isinstance(raised.value, ValueError)

@@ -67,13 +67,27 @@ def test_diff_custom_variants_and_output_file(store, tmp_path):
     assert "| lb | " in text and "bold" in text
 
 
-@pytest.mark.parametrize(
-    "args",
-    [["--baseline", "nope"], ["--sort", "nope"], ["--variants", "none,none"], ["--variants", "none,nosuchfeature"], ["--where", "no_column = 1"]],
-)
+@pytest.mark.parametrize("args", [["--variants", "none,nosuchfeature"], ["--where", "no_column = 1"]])
 def test_diff_input_errors_exit_3(store, args):
     result = run("diff", "--store", store, *FAST, *args)
     assert result.exit_code == ExitCode.INPUT, result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--baseline", "nope"], ["--sort", "nope"], ["--variants", "none,none"], ["--variants", "none=length"], ["--variants", "a=b=length"],
+     ["--variants", "none,length", "--baseline", "both"], ["--variants", " , "]],
+)
+@pytest.mark.parametrize("command", ["diff", "report"])
+def test_variant_choices_wrong_on_the_command_line_are_usage_errors(store, tmp_path, command, args):
+    """Whether --variants is well formed and --baseline (--sort) names one of them is decided by the command line
+    alone: exit 2 naming the option, before any battle is read (a missing FILE would be exit 3)."""
+    if command == "report" and args[0] == "--sort":
+        return
+    target = ["-o", tmp_path / "r.html"] if command == "report" else []
+    result = run(command, tmp_path / "no-such-log.jsonl", *FAST, *target, *args)
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert f"'{args[-2]}'" in result.output and "Traceback" not in result.output
 
 
 def test_diff_with_no_battles_left_exits_6(store):
