@@ -419,10 +419,13 @@ def judges(
         source = _source(data, store, input)
         loaded = load_battles(source, filters=filters, columns=JUDGE_COLUMNS)
         battles, inputs, read = loaded.battles, source.as_meta(), loaded.warnings
+    from arena_cli.versions import library_versions
+
     scores, fitted = judge_scores(battles, min_battles)
-    return JudgeReport(
+    return JudgeReport(  # per-judge fits: their versions, whether or not a judge had enough votes for one
         judges=position_consistency(battles), agreement=judge_agreement(scores), scores=scores,
-        settings={"min_battles": min_battles}, filters=filters.as_meta(), inputs=inputs, warnings=(*read, *fitted),
+        settings={"min_battles": min_battles, "versions": library_versions()}, filters=filters.as_meta(),
+        inputs=inputs, warnings=(*read, *fitted),
     )
 
 

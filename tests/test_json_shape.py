@@ -97,6 +97,15 @@ def test_every_command_has_the_one_json_shape(data, tmp_path, command):
     check_shape(payload, kinds.get(command, command))
 
 
+def test_judges_names_the_versions_every_fit_names(data, tmp_path):
+    """judges fits a leaderboard per judge: its versions are a fit's (numpy and polars too), built where every
+    fit's are."""
+    log, store = data
+    ran = commands(log, store, tmp_path)
+    judges, fit = (json.loads(arena(*ran[c]))["meta"]["versions"] for c in ("judges", "fit"))
+    assert judges == fit and {"numpy", "polars"} <= set(judges)
+
+
 def test_report_json_has_the_shape(data, tmp_path):
     _, store = data
     out = tmp_path / "report.json"
