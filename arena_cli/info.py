@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 import polars as pl
 
 from arena_cli.results import Summary
 from arena_cli.schema import vote_weight
+
+#: Sums of vote weights are given to this many decimals (as scores are): far below a vote's weight, and the same
+#: on every machine, whatever order the sum took (4.6421715367 may come out 4.642171536699999).
+WEIGHT_DECIMALS = 6
+
+
+def rounded_weights(frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
+    """``frame`` with its float ``columns`` (sums of vote weights) to :data:`WEIGHT_DECIMALS`."""
+    return frame.with_columns(pl.col(c).round(WEIGHT_DECIMALS) for c in columns if c in frame.columns and frame.schema[c].is_float())
 
 
 def store_context(store) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -50,7 +60,7 @@ def summarize(battles: pl.DataFrame, quarantine: pl.DataFrame | None = None, fea
     )
     overview: dict[str, int | float | str | None] = {"battles": battles.height}
     if weighted:
-        overview["total_weight"] = round(float(battles["__weight"].sum()), 6)
+        overview["total_weight"] = round(float(battles["__weight"].sum()), WEIGHT_DECIMALS)
     overview.update({"models": models.height, "first": None, "last": None})
     if "timestamp" in battles.columns and battles["timestamp"].is_not_null().any():
         first, last = battles["timestamp"].min(), battles["timestamp"].max()
@@ -62,4 +72,6 @@ def summarize(battles: pl.DataFrame, quarantine: pl.DataFrame | None = None, fea
     reasons = None
     if quarantine is not None:
         reasons = quarantine.group_by("reason").agg(pl.len().alias("rows")).sort("reason") if quarantine.height else pl.DataFrame(schema={"reason": pl.String, "rows": pl.UInt32})
+    models, outcomes = rounded_weights(models, ["weight"]), rounded_weights(outcomes, ["weight"])
+    languages = rounded_weights(languages, ["weight"]) if languages is not None else None
     return Summary(overview, models, outcomes, languages, reasons, features)

@@ -157,6 +157,23 @@ def test_the_matrix_counts_weights(tmp_path):
     assert x["predicted"] == pytest.approx(x["win_rate"], abs=1e-6)  # two models: the fit matches the weighted rate
 
 
+def test_sums_of_weights_are_rounded_as_the_total_weight_is(tmp_path):
+    """0.1 + 0.2 is 0.30000000000000004 in floating point: every sum of weights (info's tables, matrix --long's
+    tallies) is given to 6 decimals, as info's total_weight is, in every format."""
+    rows = [{"model_a": "x", "model_b": "y", "winner": w, "weight": s} for w, s in [("model_a", 0.1), ("model_a", 0.2), ("model_b", 0.7)]]
+    path = write_jsonl(tmp_path / "w.jsonl", rows)
+    noise = "0.30000000000000004"
+    assert repr(0.1 + 0.2) == noise
+    long = ["matrix", path, "--long", "--min-battles", "1"]
+    x = next(p for p in json.loads(run(*long, "-f", "json").stdout)["tables"]["pairs"] if p["model"] == "x")
+    assert (x["weight"], x["wins"], x["losses"]) == (1.0, 0.3, 0.7)
+    info = json.loads(run("info", path, "-f", "json").stdout)["tables"]
+    assert {r["outcome"]: r["weight"] for r in info["outcomes"]}["model_a"] == 0.3
+    assert {r["model"]: r["weight"] for r in info["models"]} == {"x": 1.0, "y": 1.0}
+    for shown in (run(*long).stdout, run(*long, "-f", "csv").stdout, run("info", path).stdout, run("info", path, "-f", "csv").stdout):
+        assert noise not in shown
+
+
 def test_a_parquet_log_read_by_polars_streaming_skips_bad_weights(tmp_path):
     frame, _ = simulate(500, 4, seed=4)
     weights = np.random.default_rng(1).integers(0, 4, frame.height).astype(float)
