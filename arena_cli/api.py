@@ -514,7 +514,8 @@ def compute_features(
         source = _source(data, None, input)
         loaded = load_battles(source)
         battles, inputs, warnings = loaded.battles, source.as_meta(), loaded.warnings
-    if store is not None:
+    if store is not None:  # the store's cached features are read: it is an input too
+        inputs = {**inputs, "store": str(Path(store))}
         table = attach_features(battles, store=store, recipe=features.recipe, encoding=features.encoding, workers=workers).select("battle_id", *FEATURE_COLUMNS)
     else:
         table = compute(battles, features.recipe, features.encoding, workers, on_batch=_BatchProgress(on_progress, battles.height))

@@ -70,6 +70,20 @@ def test_store_update_then_nothing_to_do(tmp_path):
     assert len(json.loads(second.stdout)["tables"]["features"]) == 6
 
 
+def test_files_with_a_store_name_the_store_among_the_inputs(tmp_path):
+    """With FILES and --store, the store's cached features are read: meta.inputs names it (it said null)."""
+    source, store = votes_file(tmp_path), tmp_path / "store"
+    assert runner.invoke(app, ["ingest", str(source), "--store", str(store)]).exit_code == 0
+    assert runner.invoke(app, ["features", "--store", str(store)]).exit_code == 0
+    result = runner.invoke(app, ["features", str(source), "--store", str(store), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    meta = json.loads(result.stdout)["meta"]
+    assert meta["inputs"]["files"] == [str(source)] and meta["inputs"]["store"] == str(store)
+    assert meta["filters"] == {}  # features takes no filters: the cache is for every battle
+    alone = json.loads(runner.invoke(app, ["features", str(source), "-f", "json"]).stdout)["meta"]
+    assert alone["inputs"]["store"] is None
+
+
 def test_unavailable_encoding_is_one_clear_line(tmp_path, monkeypatch):
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))
     monkeypatch.delenv("ARENA_DEBUG", raising=False)
