@@ -76,6 +76,22 @@ def test_bad_filters_are_input_errors(store, where, message):
     assert "\n" not in str(caught.value)  # one line, not the query plan of a lazy read
 
 
+@pytest.mark.parametrize("container", ["jsonl", "parquet", "csv"])
+def test_an_unknown_column_of_files_lists_the_columns_one_can_filter_on(tmp_path, container):
+    """A read takes only the columns the command needs: the message lists the files' columns (every canonical one
+    and the files' own), not the four a lean read took."""
+    import polars as pl
+
+    frame = pl.DataFrame([{**v, "category_tag": "coding"} for v in VOTES]).drop("tstamp")
+    path = tmp_path / f"votes.{container}"
+    getattr(frame, f"write_{'ndjson' if container == 'jsonl' else container}")(path)
+    with pytest.raises(InputError, match="unknown column") as caught:
+        load_battles([path], columns=["model_a", "model_b", "outcome", "weight"], where="colour = 'red'")
+    listed = str(caught.value).split("; columns: ")[1].split(", ")
+    assert {"model_a", "language", "judge", "timestamp", "category_tag"} <= set(listed) and "colour" not in listed
+    assert load_battles([path], columns=["model_a"], where="category_tag = 'coding'").height == len(VOTES)
+
+
 def test_nothing_left_is_no_data(tmp_path, store):
     with pytest.raises(NoDataError):
         load_battles(store=store, where="language = 'Klingon'")

@@ -85,6 +85,14 @@ def _beyond_the_battle(condition: pl.Expr) -> str | None:
     return found(tree)
 
 
+class UnknownColumnsError(InputError):
+    """A ``--where`` that names columns the battles lack: ``unknown``, and the ``option`` it came from."""
+
+    def __init__(self, where: str, option: str, unknown: Sequence[str], columns: Sequence[str]):
+        super().__init__(f"{option} {where!r} names unknown column(s) {', '.join(unknown)}; columns: {', '.join(columns)}")
+        self.where, self.option, self.unknown = where, option, tuple(unknown)
+
+
 def check_where(where: str, condition: pl.Expr, schema: pl.Schema, option: str = "--where") -> None:
     """``condition`` (``where`` parsed) against the columns it is applied to: every column it names exists, and it
     is a true/false condition that runs on them. Checked on the schema and an empty frame, before any row is
@@ -92,7 +100,7 @@ def check_where(where: str, condition: pl.Expr, schema: pl.Schema, option: str =
     CAST, can only fail while they are read)."""
     unknown = [c for c in dict.fromkeys(condition.meta.root_names()) if c not in schema]
     if unknown:
-        raise InputError(f"{option} {where!r} names unknown column(s) {', '.join(unknown)}; columns: {', '.join(schema)}")
+        raise UnknownColumnsError(where, option, unknown, list(schema))
     try:
         dtype = pl.LazyFrame(schema=schema).select(condition).collect_schema().dtypes()[0]
         pl.DataFrame(schema=schema).select(condition)
@@ -153,7 +161,12 @@ def load_battle_parts(
 
         if condition is not None and set(condition.meta.root_names()) <= set(BATTLE_SCHEMA):  # fail before reading
             check_where(filters.where or "", condition, pl.Schema(BATTLE_SCHEMA), filters.where_option)
-        result = read_sources(list(source.files), source.input, columns=wanted, map_batch=narrowed)
+        try:
+            result = read_sources(list(source.files), source.input, columns=wanted, map_batch=narrowed)
+        except UnknownColumnsError as error:  # a batch holds only the columns read: name those of the files
+            from arena_cli.io.reading import source_columns
+
+            raise UnknownColumnsError(error.where, error.option, error.unknown, source_columns(list(source.files), source.input)) from None
         if not sum(s.stored for s in result.summaries):
             raise NoDataError(nothing_read(result.summaries, result.quarantine))
         notes = (*dropped_rows(result.summaries, result.quarantine), *source_notes(result.summaries, quarantined=False))

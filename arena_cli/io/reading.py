@@ -28,7 +28,7 @@ from arena_cli.io.readers import read_batches
 from arena_cli.io.results import IngestResult, ReadPath, SourceSummary, keep_summary
 from arena_cli.io.streamed import read_streamed
 from arena_cli.io.streamed_jsonl import read_json_streamed
-from arena_cli.schema import Frame, conform, empty_battles, empty_quarantine
+from arena_cli.schema import BATTLE_SCHEMA, Frame, conform, empty_battles, empty_quarantine
 
 #: A row-wise map of battles (a fit's few values per battle from many columns), applied as they are read.
 MapBatch = Callable[[Frame], Frame]
@@ -96,6 +96,21 @@ def read_sources(
         if isinstance(lean, IngestResult):
             return lean
     return read_full(paths, options, labels, columns, map_batch)
+
+
+def source_columns(paths: Sequence[Path], options: InputOptions | None = None) -> list[str]:
+    """The columns the battles of vote-log files have, as a full read gives them: every canonical column (null
+    where a file lacks it), then the files' own columns (kept as they are, or as ``extra_<name>``), as far as
+    each file's first batch shows them. What a ``--where`` may name; one batch a file is read."""
+    options = options or InputOptions()
+    labels = check_sources(list(paths), options)
+    columns = dict.fromkeys(BATTLE_SCHEMA)
+    for path in source_files(paths, options):
+        for _, rows, accepted, _ in _validated(Path(path), options, labels):
+            if rows is not None:
+                columns.update(dict.fromkeys(accepted.columns))
+                break
+    return list(columns)
 
 
 def _unchanged(frame: Frame) -> Frame:
