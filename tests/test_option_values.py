@@ -86,6 +86,9 @@ def test_bad_numbers_are_usage_errors_naming_the_option(tmp_path, name, param):
     (["fit", "-s", "no-store", "--anchor", "m=nan"], "--anchor"),
     (["fit", "-s", "no-store", "--anchor", "m=1e13"], "--anchor"),  # (scores that large lose their decimals)
     (["fit", "-s", "no-store", "--anchor", "m"], "--anchor"),
+    (["fit", "-s", "no-store", "--anchor", "a=1100", "--anchor", "b=1000"], "--anchor"),  # one score is pinned: which?
+    (["diff", "-s", "no-store", "--anchor", "a=1100", "--anchor", "a=1100"], "--anchor"),
+    (["matrix", "-s", "no-store", "--anchor", "a=1100", "--anchor", "b=1000"], "--anchor"),
     (["fit", "-s", "no-store", "--style", "none,length"], "--style"),
     (["compare", "a.json", "b.json", "--fail-on", "score-shift=nan"], "--fail-on"),
     (["compare", "a.json", "b.json", "--fail-on", "rank-shift=-inf"], "--fail-on"),

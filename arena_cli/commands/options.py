@@ -261,7 +261,8 @@ _MODEL_OPTIONS = [
     option("ties", Annotated[Ties, typer.Option("--ties", help="Ties: half (half a win each way, LMArena), drop, or davidson (Davidson's model with an estimated tie parameter).")], Ties.half),
     option("both_bad", Annotated[BothBad, typer.Option("--both-bad", help="both_bad votes: counted as a tie (LMArena) or dropped.")], BothBad.tie),
     option("no_normalize", Annotated[bool, typer.Option("--no-normalize", help="Use style features as transformed, without standardising them to mean 0 and sd 1.")], False),
-    option("anchor", Annotated[Optional[str], typer.Option("--anchor", metavar="MODEL=SCORE", help="Pin one model's score (e.g. mixtral-8x7b-instruct-v0.1=1114, as LMArena); default: mean score 1000.", show_default=False)], None),
+    # a list, so that a second --anchor is refused rather than silently kept in place of the first
+    option("anchor", Annotated[Optional[list[str]], typer.Option("--anchor", metavar="MODEL=SCORE", help="Pin one model's score (e.g. mixtral-8x7b-instruct-v0.1=1114, as LMArena); default: mean score 1000. Given once.", show_default=False)], None),
     option("reweight", Annotated[Optional[bool], typer.Option("--reweight/--no-reweight", help="Weight battles by 1/max(n_pair, 50), normalised to mean 1, for non-uniform pair sampling (default: off; on under --compat arena-rank with style).", show_default=False)], None),
     option("ridge", Annotated[Optional[float], typer.Option("--ridge", click_type=number(RIDGE), help="L2 penalty (ridge/2)·Σγ² on the style coefficients, added to the MEAN negative log-likelihood per battle (arena-rank's reg convention). Default 0: the plain MLE.", show_default=False)], None),
     option("compat", Annotated[Optional[Compat], typer.Option("--compat", help="Take a published tool's defaults for every option left unset (no --min-battles exclusion in each): arena-rank 0.1.1 (with style, reweighting and ridge 1.0; sandwich intervals); fastchat (its rating_systems.py: with style, its penalty 0.5 on every rating and coefficient; mixtral-8x7b-instruct-v0.1 at 1114 when fitted); arena-hard (arena-hard-auto v2: its style transform, the model in every battle as --baseline-model, pinned at 1000; 90% intervals).", show_default=False)], None),
@@ -306,8 +307,11 @@ def _allocate(setting: str) -> None:
         os.environ[ALLOCATOR] = setting
 
 
-def _fit_options(*, style: str = "none", no_normalize: bool = False, anchor: str | None = None, **values: Any) -> FitOptions:
-    options = FitOptions(style=style, normalize=not no_normalize, anchor=anchor or None, **values)
+def _fit_options(*, style: str = "none", no_normalize: bool = False, anchor: list[str] | None = None, **values: Any) -> FitOptions:
+    anchors = [a for a in anchor or () if a]  # (an empty one, as from an unset variable, pins nothing)
+    if len(anchors) > 1:  # a fit pins one score: which of them was meant?
+        raise OptionError("--anchor", f"given {len(anchors)} times ({', '.join(map(repr, anchors))}): a fit pins one model's score")
+    options = FitOptions(style=style, normalize=not no_normalize, anchor=anchors[0] if anchors else None, **values)
     if options.resolved().ci is CIMethod.bootstrap:
         _allocate(RESAMPLE_ALLOCATOR)
     return options
