@@ -67,7 +67,17 @@ def _fit_options(options: FitOptions | None, values: Mapping[str, Any]) -> FitOp
         raise InputError(f"unknown fit option(s): {', '.join(unknown)}")
     chosen = dataclasses.replace(base, **values) if values else base
     chosen.validate()
-    return chosen
+    return dataclasses.replace(chosen, style=_style_spec(chosen.style))
+
+
+def _style_spec(style: str) -> str:
+    """``style`` as the fit reads it (``"length,"`` -> ``"length"``, ``" length , bold"`` -> ``"length,bold"``), so
+    that titles and ``meta`` show the terms fitted, not the text typed; a built-in name stays as it is."""
+    from arena_cli.features.registry import VARIANTS
+    from arena_cli.models.options import parse_style
+
+    spec = style.strip()
+    return spec if spec in VARIANTS else ",".join(parse_style(spec))
 
 
 def _filters(filters: BattleFilter | None, where: str | None) -> BattleFilter:
