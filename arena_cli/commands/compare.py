@@ -42,7 +42,7 @@ def compare_command(
     is beyond the intervals. With --fail-on, exit 7 when the leaderboard changed in a way that matters.
 
     Exit codes: 0 no --fail-on condition met; 7 a condition met (the comparison is still written);
-    3 unreadable input or a bad --fail-on; 6 no battles left in a store slice.
+    2 a malformed --fail-on; 3 unreadable input; 6 no battles left in a store slice.
     """
     from arena_cli import api
     from arena_cli.errors import GateError
