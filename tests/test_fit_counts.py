@@ -34,7 +34,7 @@ def metadata(i: int) -> dict:
 
 def vote(i: int, *, texts: bool = True, meta: bool = True) -> dict:
     record = {"question_id": f"q{i}", "model_a": MODELS[i % 3], "model_b": MODELS[(i + 1 + i // 3 % 2) % 3],
-              "winner": ("model_a", "model_b", "tie")[i * 7 % 3]}
+              "winner": ("model_a", "model_b", "tie")[(i * 7 + i // 5) % 3]}
     if texts:
         for side, answer in (("a", "# T\n" * (i % 4) + "- x\n" * (i % 5) + "word " * (i % 9)), ("b", "**b** " * (i % 3) + "y " * (i % 5))):
             record[f"conversation_{side}"] = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": answer}]

@@ -159,8 +159,9 @@ def test_confounded_order_is_an_input_error():
     frame = pl.DataFrame(rows * 20, schema=["model_a", "model_b", "outcome"], orient="row")
     with pytest.raises(InputError, match="confounded"):
         fit(frame, FitOptions(position_bias=True, ci=CIMethod.none, min_battles=1))
-    # one pair the other way round identifies it
-    swapped = pl.concat([frame, pl.DataFrame([("x", "base", "model_b")], schema=frame.schema, orient="row")])
+    # one pair the other way round identifies it (twice, with each model winning once: a single such battle, won by
+    # base, would separate the outcomes, the position advantage running off with base's score)
+    swapped = pl.concat([frame, pl.DataFrame([("x", "base", "model_b"), ("x", "base", "model_a")], schema=frame.schema, orient="row")])
     assert np.isfinite(fit(swapped, FitOptions(position_bias=True, ci=CIMethod.none, min_battles=1)).position)
     # so does a cycle shown in mixed orders, without any pair in both orders
     cycle = pl.DataFrame([("a", "b", o) for o in ("model_a", "model_b")] * 5 + [("b", "c", o) for o in ("model_a", "model_b")] * 5

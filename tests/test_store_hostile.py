@@ -36,7 +36,7 @@ def arena(*args):
 
 
 def vote(i: int) -> dict:
-    return {"question_id": f"q{i}", "model_a": f"m{i % 4}", "model_b": f"m{(i + 1) % 4}", "winner": ["model_a", "model_b", "tie"][i % 3], "score": i,
+    return {"question_id": f"q{i}", "model_a": f"m{i % 4}", "model_b": f"m{(i + 1 + i // 8 % 3) % 4}", "winner": ["model_a", "model_b", "tie"][i % 3], "score": i,
             "conversation_a": [{"role": "user", "content": "?"}, {"role": "assistant", "content": f"# A {i}\n- x " * (1 + i % 3)}],
             "conversation_b": [{"role": "user", "content": "?"}, {"role": "assistant", "content": "**b** " * (1 + i % 2)}]}
 

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from arena_cli.errors import InputError
 from arena_cli.models import design as designs
+from arena_cli.models.design import product
 from arena_cli.models.methods import Progress, Ratings
 from arena_cli.models.options import POSITION, CIMethod, Compat, Penalty, ResolvedFitOptions, Solver, Ties, parse_style
 from arena_cli.models.solvers import Problem, Solution, newton, statsmodels_fit
@@ -24,6 +26,12 @@ class _VariantFit:
     battles: designs.Prepared
     problem: Problem
     solution: Solution
+    #: per style term (and position term): its range over the battles, which turns a coefficient into the most it
+    #: moves the log-odds of one battle against another's
+    scale: np.ndarray
+    #: per term: whether its coefficient has no finite estimate, and the warnings that say so (:func:`_separation`)
+    separated: np.ndarray
+    warnings: tuple[str, ...]
 
 
 class BradleyTerry:
@@ -41,11 +49,21 @@ class BradleyTerry:
     ) -> dict[str, Ratings]:
         # the variants share everything but the style, so the first one's options stand for all of them here
         shared = next(iter(variants.values()))
+        chosen = {name: [t for t in parse_style(options.style) if t in battles.feature_names] for name, options in variants.items()}
+        gram = designs.design_gram(battles, cells) if battles.feature_names else None
+        if gram is not None:
+            for wanted in chosen.values():
+                designs.refuse_collinear(gram.terms, battles, wanted)
         if shared.position_bias:
             designs.check_position_identified(battles)
+        if gram is not None:
+            for wanted in chosen.values():
+                if wanted:
+                    designs.refuse_confounded(gram, battles, wanted, shared.position_bias)
+        span = dict(zip(gram.names, gram.span)) if gram is not None else {}
         fits: dict[str, _VariantFit] = {}
         for name, options in variants.items():
-            wanted = [t for t in parse_style(options.style) if t in battles.feature_names]
+            wanted = chosen[name]
             rows = [battles.feature_names.index(t) for t in wanted]
             features = battles.features if rows == list(range(battles.features.shape[0])) else battles.features[rows]
             names = tuple(wanted)
@@ -58,7 +76,8 @@ class BradleyTerry:
                 design, davidson=options.ties is Ties.davidson, penalty=options.penalty if wanted else Penalty(), position=options.position_bias,
             )
             solution = _solve(problem, variant_battles, cells, weight, options)
-            fits[name] = _VariantFit(options, variant_battles, problem, solution)
+            scale = np.array([POSITION_SPAN if n == POSITION else span[n] for n in names])
+            fits[name] = _VariantFit(options, variant_battles, problem, solution, scale, *_separation(problem, solution, names, scale))
 
         draws: dict[str, np.ndarray | None] = dict.fromkeys(fits)
         covariances: dict[str, np.ndarray | None] = dict.fromkeys(fits)
@@ -69,15 +88,18 @@ class BradleyTerry:
                 problems=tuple(f.problem for f in fits.values()), solutions=tuple(f.solution for f in fits.values()),
                 resampler=Resampler(shared.seed, cells, battles.cluster, battles.count), solver=shared.solver,
             )
-            draws = dict(zip(fits, bootstrap(job, shared.rounds, shared.workers, on_progress)))
-        elif shared.ci is CIMethod.sandwich:
+            resampled = bootstrap(job, shared.rounds, shared.workers, on_progress)
+            return {name: _ratings(f, None, d, _separated_resamples(f, d, shared.confidence)) for (name, f), d in zip(fits.items(), resampled)}
+        if shared.ci is CIMethod.sandwich:
             from arena_cli.models.uncertainty import normal_draws, sandwich
 
             for name, f in fits.items():
                 design = f.problem.design
+                fixed = np.zeros(f.problem.n_params, dtype=bool)
+                fixed[f.problem.M : f.problem.M + f.problem.k] = f.separated  # (the others' covariance given them)
                 covariance = sandwich(
                     f.problem, f.solution.theta, design.row_count, design.row_cluster,
-                    arena_rank=shared.compat is Compat.arena_rank, terms=f.solution.terms,
+                    arena_rank=shared.compat is Compat.arena_rank, terms=f.solution.terms, fixed=fixed,
                 )
                 covariances[name] = covariance
                 draws[name] = normal_draws(f.solution.theta, covariance, shared.rounds, shared.seed)
@@ -102,12 +124,12 @@ def _solve(problem: Problem, battles: designs.Prepared, cells: designs.Cells, we
     return newton(problem, count, theta0=theta0, threads=threads)
 
 
-def _ratings(fitted: _VariantFit, covariance: np.ndarray | None, draws: np.ndarray | None) -> Ratings:
+def _ratings(fitted: _VariantFit, covariance: np.ndarray | None, draws: np.ndarray | None, resampled: tuple[str, ...] = ()) -> Ratings:
     options, problem = fitted.options, fitted.problem
     styled = problem.k > int(problem.position)
-    warnings: tuple[str, ...] = ()
+    warnings = (*fitted.warnings, *resampled)
     if options.ridge and not styled and options.compat is None:
-        warnings = ("--ridge penalises style coefficients; this fit has none, so it has no effect",)
+        warnings += ("--ridge penalises style coefficients; this fit has none, so it has no effect",)
     penalty = problem.penalty
     settings = {
         "reweight": bool(options.reweight),
@@ -123,4 +145,118 @@ def _ratings(fitted: _VariantFit, covariance: np.ndarray | None, draws: np.ndarr
         theta=fitted.solution.theta, feature_names=fitted.battles.feature_names, tie_parameter=problem.davidson,
         covariance=covariance, draws=draws, settings=settings,
         libraries=("statsmodels",) if options.solver is Solver.statsmodels else (), warnings=warnings,
+        unbounded=tuple(name for name, out in zip(fitted.battles.feature_names, fitted.separated) if out),
     )
+
+
+#: A term that moves the log-odds of one battle against another's by more than this (its coefficient times its
+#: range over the battles; the position term's, between the two orders: 2·|π|) is taken as one whose coefficient
+#: has no finite estimate. No real preference effect comes near (20 log-odds is odds of 5·10⁸:1); a
+#: maximum-likelihood fit reaches it when the term separates the outcomes (the side it favours wins every battle it
+#: decides), where Newton's steps run the coefficient on until the probabilities round to 0 or 1 (about 37 log-odds
+#: on each battle it decides). Its range, not its sd: a rare term (a refusal indicator) has a small sd.
+SEPARATED = 20.0
+#: The position term's range: +π shown first, −π shown second.
+POSITION_SPAN = 2.0
+#: A parameter whose variance at the optimum exceeds its variance at p = ½ (every battle informative) by more than
+#: 1 / this is one the battles do not determine: battles a term decides keep ~1e-16 of their information.
+UNDETERMINED = 1e-9
+#: A battle whose p(1 − p) at the optimum is below this (|log-odds| beyond 20) is decided by a separating term.
+DECIDED = 1e-9
+
+
+def _separation(problem: Problem, solution: Solution, names: tuple[str, ...], scale: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Which terms' coefficients have no finite estimate (:data:`SEPARATED`), and a warning that says so.
+
+    A warning, not a refusal, while the scores are determined: the battles such a term does not decide still
+    measure the models, and the scores are their maximum-likelihood fit. Whether they are, the information at the
+    optimum tells (:func:`_undetermined`): when some score runs off with the term, or rests on no battle it leaves
+    open, every score shown (centred on their mean) means nothing, and the fit is refused (an :class:`InputError`).
+    Other terms that run off with it lose their interval too, and are named. Costs nothing unless a coefficient
+    is that large."""
+    M = problem.M
+    gamma = solution.theta[M : M + problem.k]
+    separated = np.abs(gamma) * scale > SEPARATED
+    if not separated.any():
+        return separated, ()
+    undetermined, left_open = _undetermined(problem, solution)
+    flagged = [(name, float(coef)) for name, coef, out in zip(names, gamma, separated) if out]
+    one = len(flagged) == 1
+    how = f"{_subject([name for name, _ in flagged])} {'separates' if one else 'separate'} the outcomes"
+    how += f" ({_favoured(*flagged[0])} wins every battle it decides)" if one else ""
+    if undetermined[:M].any():
+        fix = "--position-bias" if [name for name, _ in flagged] == [POSITION] else "it" if one else "them"
+        raise InputError(f"{how}: {'it has' if one else 'they have'} no finite estimate, and given {'it' if one else 'them'} the battles leave the "
+                         f"scores undetermined (a score runs off with {'it' if one else 'them'}, or rests on no battle left open); fit without {fix}")
+    also = [name for name, out, free in zip(names, separated, undetermined[M : M + problem.k]) if free and not out]
+    stopped = ", ".join(f"{name} at {coef:+.1f}" for name, coef in flagged)
+    warning = (
+        f"{how}, so {'its coefficient has' if one else 'their coefficients have'} no finite estimate (the fit stopped: {stopped}; shown without an "
+        f"interval, {'it means' if one else 'they mean'} nothing); the scores rest on the {left_open:,.0f} of {float(problem.design.row_count.sum()):,.0f} "
+        f"battles {'it leaves' if one else 'they leave'} open" + (f", which leave the coefficient of {_subject(also)} undetermined too" if also else "")
+    )
+    return separated | undetermined[M : M + problem.k], (warning,)
+
+
+def _undetermined(problem: Problem, solution: Solution) -> tuple[np.ndarray, float]:
+    """Per parameter: whether the battles leave it undetermined at the optimum: its variance there (the inverse of
+    the information, the gauge Σβ aside) is beyond 1 / :data:`UNDETERMINED` times what it would be at p = ½ (each
+    parameter scaled to variance 1 there). A direction along which a separating term runs off, alone or with some
+    scores, has lost its information. And how many battles are left open (p(1 − p) above :data:`DECIDED`). Two
+    passes over the battles."""
+    design, M = problem.design, problem.M
+    count = design.row_count
+    cw = product(count, design.row_weight)
+    ridge_sum = problem.ridge_sum(count)
+    terms = solution.terms or problem.terms(solution.theta, cw, ridge_sum, objective=False)  # (statsmodels' has none)
+    information = problem.information(terms, cw, ridge_sum)
+    at_half = np.diag(problem.matrix(np.broadcast_to(0.25, (design.n_rows,)), factor=None if designs.is_ones(cw) else cw)).copy()
+    if problem.davidson:
+        at_half[-1] = information[-1, -1]  # (ν: ties keep it determined)
+    scale = np.sqrt(np.maximum(at_half, 1e-300))
+    gauge = np.zeros(problem.n_params)
+    gauge[:M] = scale[:M] / np.linalg.norm(scale[:M])  # Σβ in these units: never any information, nor an estimate
+    values, vectors = np.linalg.eigh(information / np.outer(scale, scale) + np.outer(gauge, gauge))
+    variance = (vectors * vectors / np.maximum(values, 1e-14)).sum(axis=1)  # (below 1e-14, an eigenvalue is 0 to double precision)
+    return variance > 1.0 / UNDETERMINED, float(count[terms.h_dd > DECIDED].sum())
+
+
+def _separated_resamples(fitted: _VariantFit, draws: np.ndarray, confidence: float) -> tuple[str, ...]:
+    """Bootstrap resamples can separate a term's outcomes where the battles do not (a rare covariate, few votes):
+    there the term has no finite estimate, and its draw is set to ±inf, so that a percentile interval reaching
+    those resamples is unbounded rather than a number they made up. One warning per term whose interval that makes
+    unbounded (none for resamples beyond its ends, nor for a term the full fit already warned about)."""
+    from arena_cli.models.uncertainty import percentile_interval
+
+    M, names = fitted.problem.M, fitted.battles.feature_names
+    warnings = []
+    for j, name in enumerate(names):
+        column = draws[:, M + j]
+        runaway = np.abs(column) * fitted.scale[j] > SEPARATED
+        if fitted.separated[j] or not runaway.any():
+            continue
+        column[runaway] = np.copysign(np.inf, column[runaway])
+        lower, upper = (float(end[0]) for end in percentile_interval(column[:, None], confidence))
+        unbounded = [where for where, end in (("below", lower), ("above", upper)) if not np.isfinite(end)]
+        if unbounded:
+            warnings.append(f"{_subject([name])}: {int(runaway.sum())} of {column.size} bootstrap resamples give it no finite estimate (their battles "
+                            f"separate the outcomes), so its interval is unbounded {' and '.join(unbounded)}")
+    return tuple(warnings)
+
+
+def _subject(names: list[str]) -> str:
+    """How a warning names style terms and the position term."""
+    terms = [repr(name) for name in names if name != POSITION]
+    said = [f"style term{'s' if len(terms) > 1 else ''} {', '.join(terms)}"] if terms else []
+    return " and ".join([*said, *(["the position term"] if POSITION in names else [])])
+
+
+def _favoured(name: str, coef: float) -> str:
+    """Who wins the battles a separating term decides."""
+    from arena_cli.features.registry import BY_NAME, STYLE_GROUPS
+
+    if name == POSITION:
+        return f"the model shown {'first' if coef > 0 else 'second'}"
+    if name in STYLE_GROUPS or name in BY_NAME:
+        return f"the answer with {'more' if coef > 0 else 'less'} {name}"
+    return f"the side {name!r} favours"

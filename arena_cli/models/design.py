@@ -21,7 +21,7 @@ import polars as pl
 
 from arena_cli.schema import Frame, vote_weight
 from arena_cli.errors import InputError, NoDataError
-from arena_cli.models.options import REWEIGHT_FLOOR, BothBad, CIMethod, Compat, FitOptions, StyleTransform, Ties, as_resolved, parse_style
+from arena_cli.models.options import POSITION, REWEIGHT_FLOOR, BothBad, CIMethod, Compat, FitOptions, StyleTransform, Ties, as_resolved, parse_style
 
 #: Outcome codes: how many halves of a win model_a gets. y = code / 2 in the binomial likelihood.
 B_WINS, TIE, A_WINS = 0, 1, 2
@@ -675,38 +675,153 @@ def _finish_features(
 _GRAM_ROWS = 1 << 20
 
 
-def _gram(X: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
-    """The (weighted) cross-products of the style terms (rows of ``X``), a slice of battles at a time."""
-    k, n = X.shape
-    gram = np.zeros((k, k))
-    for start in range(0, n, _GRAM_ROWS):
-        part = X[:, start : start + _GRAM_ROWS]
-        gram += (part if weight is None else part * weight[start : start + _GRAM_ROWS]) @ part.T
-    return gram
+@dataclass(frozen=True)
+class DesignGram:
+    """Σ w·z·zᵀ over the battles, z = (e_a − e_b, x, 1): the cross-products of the full design (the ratings'
+    columns, the style terms, and the position term's column of ones, last), i.e. 4 × the information at p = ½.
+    What decides whether a fit's parameters are identified, in blocks: ``terms`` (k+1)², ``cross`` M × (k+1)
+    (Σ w·x for a model as model_a minus as model_b), ``models`` M × M (the Laplacian of the pairs' weights).
+    ``span``: each term's range over the battles (max − min; 0 for the ones). Sums (and extremes) over battles,
+    so a part of the battles has its own, and the parts' combine into the whole's."""
+
+    names: tuple[str, ...]
+    terms: np.ndarray
+    cross: np.ndarray
+    models: np.ndarray
+    span: np.ndarray
 
 
-def style_gram(prepared: Prepared) -> np.ndarray:
-    """The weighted cross-products of the prepared style terms, once for every variant's :func:`refuse_collinear`."""
+def _battle_weight(prepared: Prepared) -> np.ndarray | None:
+    """Each row's weight in the design's sums (battles × vote weight), None when every row weighs 1."""
     weight = prepared.count if prepared.weight is None else product(prepared.count, prepared.weight)
-    return _gram(prepared.features, None if is_ones(weight) else weight)
+    return None if is_ones(weight) else weight
+
+
+def _term_sums(X: np.ndarray, a: np.ndarray, b: np.ndarray, weight: np.ndarray | None, n_models: int) -> tuple[np.ndarray, np.ndarray]:
+    """``terms`` and ``cross`` of :class:`DesignGram` for some battles (``X``: their style terms; the row of ones is
+    added in the sums, never as an array)."""
+    k, n = X.shape
+    weighted = X if weight is None else X * weight
+    a, b = a.astype(np.intp), b.astype(np.intp)  # (once: np.bincount would copy 32-bit codes on every call)
+    terms = np.empty((k + 1, k + 1))
+    terms[:k, :k] = weighted @ X.T
+    terms[:k, k] = terms[k, :k] = weighted.sum(axis=1)
+    terms[k, k] = n if weight is None else weight.sum()
+    cross = np.empty((n_models, k + 1))
+    for j, row in enumerate([*weighted, weight]):
+        cross[:, j] = np.bincount(a, row, minlength=n_models) - np.bincount(b, row, minlength=n_models)
+    return terms, cross
+
+
+def design_gram(prepared: Prepared, cell_index: Cells) -> DesignGram:
+    """The :class:`DesignGram` of the prepared battles, a slice of battles at a time (the pairs' weights from the cells)."""
+    M, (k, n) = prepared.n_models, prepared.features.shape
+    weight = _battle_weight(prepared)
+    terms, cross = np.zeros((k + 1, k + 1)), np.zeros((M, k + 1))
+    low, high = np.full(k + 1, np.inf), np.full(k + 1, -np.inf)
+    for start in range(0, n, _GRAM_ROWS):
+        rows = slice(start, start + _GRAM_ROWS)
+        X = prepared.features[:, rows]
+        part_terms, part_cross = _term_sums(X, prepared.a[rows], prepared.b[rows], None if weight is None else weight[rows], M)
+        terms += part_terms
+        cross += part_cross
+        low[:k], high[:k] = np.minimum(low[:k], X.min(axis=1)), np.maximum(high[:k], X.max(axis=1))
+    low[k] = high[k] = 1.0
+    pair_weight = np.bincount(cell_index.pair, cell_index.weight)
+    models = np.zeros((M, M))
+    models[cell_index.pair_a, cell_index.pair_b] = -pair_weight  # (each unordered pair once)
+    models += models.T
+    models[np.diag_indices(M)] -= models.sum(axis=1)
+    return DesignGram((*prepared.feature_names, POSITION), terms, cross, models, high - low)
 
 
 def refuse_collinear(gram: np.ndarray, prepared: Prepared, names: Sequence[str]) -> None:
     """An :class:`InputError` when some of the style terms ``names`` that one fit takes are a combination of the
     others in these battles (the same count under two names, header counts equal to list counts, ...): their
     coefficients cannot be told apart, so any split of their joint effect fits as well (and a sandwich covariance
-    does not exist). ``gram``: :func:`style_gram` of ``prepared``."""
+    does not exist). ``gram``: the terms' cross-products (``DesignGram.terms``; rows as ``prepared.feature_names``)."""
     if len(names) < 2:
         return
     rows = [prepared.feature_names.index(name) for name in names]
     chosen = gram[np.ix_(rows, rows)]
     scale = np.sqrt(np.diag(chosen))
     values, vectors = np.linalg.eigh(chosen / np.outer(scale, scale))
-    if values[0] > 1e-9:
+    if values[0] > COLLINEAR:
         return
     involved = [name for name, loading in zip(names, vectors[:, 0]) if abs(loading) > 1e-3]
     raise InputError(f"style terms {', '.join(involved)} are collinear in these battles (one is a combination of the others), so their "
                      "effects cannot be told apart; fit without one of them")
+
+
+#: The smallest eigenvalue, relative to the terms' own sums of squares, below which terms are taken as exactly
+#: dependent (on other terms, or on the models): a dependence that only holds nearly gives wide intervals instead.
+COLLINEAR = 1e-9
+#: Above this, the Schur complement's smallest eigenvalue is trusted as computed; below, it is computed again from
+#: the residuals (it is a difference of sums, and loses digits as the models' graph is badly connected).
+_SUSPECT = 1e-6
+
+
+def refuse_confounded(gram: DesignGram, prepared: Prepared, names: Sequence[str], position: bool) -> None:
+    """An :class:`InputError` when some combination of the style terms ``names`` (and the position term) is, in
+    every battle, a function of the two models up to a constant: f(model_a) − f(model_b) + c for some per-model f
+    (each model's answers always of one length, say; standardising a term shifts it by a constant). Its effect is
+    then that of a difference in strength (and of the side shown first), and any split between them fits as well:
+    the scores are arbitrary, and the information matrix has no inverse.
+
+    The test is the rank of the full design: the Schur complement S = G_ss − G_sr·G_rr⁺·G_rs of the ratings (and
+    the constant) in the design's cross-products, relative to the terms' own (diag G_ss), must have no eigenvalue
+    below :data:`COLLINEAR`, as for terms collinear among themselves (:func:`refuse_collinear`, which runs first)."""
+    rows = [gram.names.index(name) for name in names] + [len(gram.names) - 1]  # (the constant: the position term's row)
+    G_ss, G_rs = gram.terms[np.ix_(rows, rows)], gram.cross[:, rows]
+    M = gram.models.shape[0]
+    shift = max(float(np.trace(gram.models)) / M, 1e-300) / M  # (ones·onesᵀ: the models are connected, only the gauge is free)
+    v = np.linalg.solve(gram.models + shift, G_rs)  # G_rr⁺·G_rs: the columns of G_rs sum to 0 over the models
+    scale = np.sqrt(np.diag(G_ss))
+    values, vectors = _eigen(G_ss - G_rs.T @ v, scale, position)
+    if values[0] > _SUSPECT:
+        return
+    values, vectors = _eigen(_residual_gram(prepared, rows, v), scale, position)
+    if values[0] > COLLINEAR:
+        return
+    loaded = [abs(loading) > 1e-3 for loading in vectors[:, 0]]
+    terms = [name for name, on in zip(names, loaded) if on]
+    said = [f"style term{'s' if len(terms) > 1 else ''} {', '.join(terms)}"] if terms else []
+    several = len(terms) + (position and loaded[-1]) > 1
+    subject = " and ".join([*said, *(["the position term"] if position and loaded[-1] else [])])
+    raise InputError(
+        f"{subject} {'are' if several else 'is'} confounded with the models in these battles: {'a combination of them' if several else 'it'} "
+        "equals, in every battle, a per-model value of model_a minus that of model_b, up to a constant (each model's answers always of one "
+        f"length, say), so {'their effects' if several else 'its effect'} cannot be told apart from the scores (or a first-position advantage); "
+        f"fit without {'one of them' if several else 'it'}"
+    )
+
+
+def _eigen(S: np.ndarray, scale: np.ndarray, position: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (ascending) and vectors of the Schur complement S of the ratings in the chosen terms and the
+    constant (last), relative to their own sums of squares (``scale``²): as it is for a fit with the position term
+    (the constant is one of its terms), or else given the constant too (a term confounded with the models up to a
+    constant). A constant that is itself in the models' span (one model always shown first) adds nothing."""
+    relative = S / np.outer(scale, scale)
+    if not position:
+        constant = relative[-1, -1]
+        relative = relative[:-1, :-1] - (np.outer(relative[:-1, -1], relative[-1, :-1]) / constant if constant > COLLINEAR else 0.0)
+    return np.linalg.eigh(relative)
+
+
+def _residual_gram(prepared: Prepared, rows: list[int], v: np.ndarray) -> np.ndarray:
+    """Σ w·r·rᵀ for the residuals r = x − (v_a − v_b) of the chosen terms (``rows`` of the terms with the row of
+    ones) on the ratings' columns: the Schur complement as a sum of squares, to its last digits."""
+    k = prepared.features.shape[0]
+    weight = _battle_weight(prepared)
+    features = [row for row in rows if row < k]
+    S = np.zeros((len(rows), len(rows)))
+    for start in range(0, prepared.n_rows, _GRAM_ROWS):
+        part = slice(start, start + _GRAM_ROWS)
+        n = prepared.a[part].size
+        X = np.vstack([prepared.features[features, part], np.ones((len(rows) - len(features), n))])
+        residual = X - (v[prepared.a[part]] - v[prepared.b[part]]).T
+        S += (residual if weight is None else residual * weight[part]) @ residual.T
+    return S
 
 
 def pair_weights(cell_index: Cells) -> np.ndarray:

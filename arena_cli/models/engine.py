@@ -57,10 +57,6 @@ def _fit_variants(battles: designs.Battles, variants: Mapping[str, str], options
     cell_index = designs.cells(prepared)
     records = designs.record_counts(cell_index, prepared.n_models)
     resolved = {name: dataclasses.replace(options, style=spec).resolved() for name, spec in variants.items()}
-    if len(prepared.feature_names) > 1:
-        gram = designs.style_gram(prepared)
-        for chosen in resolved.values():
-            designs.refuse_collinear(gram, prepared, [t for t in parse_style(chosen.style) if t in prepared.feature_names])
     ratings = rating_method(base.method).rate(prepared, cell_index, resolved, on_progress)
     return {name: _result(ratings[name], resolved[name], prepared, records) for name in variants}
 
@@ -111,6 +107,9 @@ def _result(ratings: Ratings, options: ResolvedFitOptions, prepared: designs.Pre
             tie_lower, tie_upper = percentile_interval(theta_draws[:, -1:], options.confidence)
             tie_interval = (tie_lower[0], tie_upper[0])
     rank = lmarena_rank(lower, upper) if lower is not None and upper is not None else lmarena_rank(scores, scores)
+    if coef_lower is not None and coef_upper is not None and ratings.unbounded:  # (no finite estimate: no interval either)
+        shown = np.array([name not in ratings.unbounded for name in ratings.feature_names])
+        coef_lower, coef_upper = np.where(shown, coef_lower, np.nan), np.where(shown, coef_upper, np.nan)
 
     warnings = list(prepared.warnings)
     few = [m for m, n in zip(prepared.models, records["battles"]) if n < DEFAULT_MIN_BATTLES]
@@ -125,7 +124,9 @@ def _result(ratings: Ratings, options: ResolvedFitOptions, prepared: designs.Pre
     position = None
     if POSITION in ratings.feature_names:
         j = ratings.feature_names.index(POSITION)
-        bounds = (coef_lower[j], coef_upper[j]) if coef_lower is not None and coef_upper is not None else (None, None)
+        bounds = (None, None)
+        if coef_lower is not None and coef_upper is not None and POSITION not in ratings.unbounded:
+            bounds = (coef_lower[j], coef_upper[j])
         position = (float(gamma[j]), *bounds)
     return FitResult(
         leaderboard=leaderboard_frame(prepared.models, scores, lower, upper, rank, rank_lower, rank_upper, records, win_rate),

@@ -43,7 +43,8 @@ class Ratings:
 
     ``method`` is the name the settings record; ``settings`` the method's own entries (its parameters);
     ``libraries`` modules whose versions the numbers depend on, besides numpy and polars; ``warnings`` what
-    the method wants the user to know.
+    the method wants the user to know; ``unbounded`` the style terms (or the position term) whose coefficient has
+    no finite estimate, shown without an interval.
     """
 
     method: str
@@ -55,6 +56,7 @@ class Ratings:
     settings: Mapping[str, Any] = field(default_factory=dict)
     libraries: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    unbounded: tuple[str, ...] = ()
 
 
 class RatingMethod(Protocol):

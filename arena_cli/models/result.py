@@ -148,7 +148,8 @@ def coefficient_frame(names: Sequence[str], coef: np.ndarray, lower: np.ndarray 
     def floats(values):
         return _column(np.round(values, COEF_DECIMALS) if values is not None else None, k, pl.Float64)
 
-    return pl.DataFrame({"feature": pl.Series(list(names), dtype=pl.String), "coef": floats(coef), "lower": floats(lower), "upper": floats(upper)})
+    frame = pl.DataFrame({"feature": pl.Series(list(names), dtype=pl.String), "coef": floats(coef), "lower": floats(lower), "upper": floats(upper)})
+    return frame.with_columns(pl.col("lower", "upper").fill_nan(None))  # (a coefficient with no finite estimate has no interval)
 
 
 def _column(values: np.ndarray | None, n: int, dtype: pl.DataType) -> pl.Series:

@@ -32,7 +32,7 @@ ROUND_TOL = 1e-3
 
 def sandwich(
     problem: Problem, theta: np.ndarray, count: np.ndarray, cluster: np.ndarray | None = None, *,
-    arena_rank: bool = False, terms=None,
+    arena_rank: bool = False, terms=None, fixed: np.ndarray | None = None,
 ) -> np.ndarray:
     """Robust (Huber-White) covariance J⁻¹ B J⁻¹ of θ in the Σβ = 0 gauge.
 
@@ -45,6 +45,9 @@ def sandwich(
     ``arena_rank=True`` reproduces arena-rank 0.1.1's formula instead (for ``--compat arena-rank``): its J
     leaves the ridge penalty out and adds 1e-5 per battle to the whole diagonal, and its centring term is
     ridge²·γγᵀ (λθ (λθ)ᵀ, λ on the mean scale). ``terms``: the solver's per-row terms at θ, when at hand.
+
+    ``fixed``: parameters held where they are (a coefficient with no finite estimate, which the fit ran off
+    towards infinity): the others' covariance is the one given them, and theirs is 0.
     """
     design = problem.design
     weight = design.row_weight
@@ -72,13 +75,21 @@ def sandwich(
         centring = np.outer(penalised, penalised)
     else:
         J, _ = gauge_fixed(problem.information(terms, cw, ridge_sum), np.ones(problem.M, dtype=bool))
+    free = np.ones(problem.n_params, dtype=bool) if fixed is None else ~fixed
+    if not free.all():
+        J, B = J[np.ix_(free, free)], B[np.ix_(free, free)]
+        centring = None if centring is None else centring[np.ix_(free, free)]
     try:
         J_inv = np.linalg.inv(J)
-    except np.linalg.LinAlgError:  # (collinear style terms are refused before the fit; this is a term confounded with the models)
+    except np.linalg.LinAlgError:  # (terms collinear or confounded with the models are refused before the fit: a last resort)
         raise InputError("--ci sandwich: the fit's information matrix has no inverse, so its parameters are not all identified "
                          "(a style term that is a function of the models, say each model's answers always of one length); "
                          "fit without that term, or use --ci bootstrap") from None
-    return J_inv @ (B - centring) @ J_inv
+    if free.all():
+        return J_inv @ (B - centring) @ J_inv
+    covariance = np.zeros((problem.n_params, problem.n_params))
+    covariance[np.ix_(free, free)] = J_inv @ (B - centring) @ J_inv
+    return covariance
 
 
 def _cluster_scores(problem: Problem, terms, cw: np.ndarray, cluster: np.ndarray):
