@@ -182,14 +182,15 @@ def test_the_longer_answer_always_winning_is_refused(tmp_path, option):
 
 def test_the_longer_answer_always_winning_standardised_is_warned_about():
     """Standardised and without a position term, the constant subtracted from every battle keeps the estimate
-    finite but huge (it was 135 log-odds per sd, shown with an interval, without a word): the scores rest on the
-    few battles it leaves undecided, and the warning says how few."""
+    finite but huge (it was 135 log-odds per sd, without a word): its information did not collapse, so it keeps
+    its interval, but most battles are decided outright, and the warning says how many."""
     result = arena_cli.fit(longer_always_wins(), style="length", ci="sandwich", min_battles=1)
-    (warning,) = [w for w in result.warnings if "separates" in w]
-    assert warning.startswith("style term 'length' separates the outcomes (the answer with more length wins every battle it decides)")
-    left_open = int(warning.split("the scores rest on the ")[1].split(" of ")[0].replace(",", ""))
-    assert 0 < left_open < 0.2 * result.settings["n_battles"]
-    assert result.coefficients.row(0)[2:] == (None, None)
+    (warning,) = [w for w in result.warnings if "outright" in w]
+    assert warning.startswith("style term 'length' decides ")
+    decided, total = (int(n.replace(",", "")) for n in warning.split("decides ")[1].split(" battles")[0].split(" of "))
+    assert total == result.settings["n_battles"] and 0.8 * total < decided < total
+    lower, upper = result.coefficients.row(0)[2:]
+    assert lower is not None and upper is not None
 
 
 def refusals(seed: int = 13) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -268,3 +269,24 @@ def test_cli_warns_on_stderr_and_leaves_the_interval_null(tmp_path):
     assert f"warning: {warning}" in result.stderr.splitlines()
     shown = runner.invoke(app, ["fit", path, "--style", "refused", "--no-normalize", "--ci", "sandwich", "--min-battles", "1"])
     assert shown.exit_code == 0 and "[" not in next(line for line in shown.stdout.splitlines() if "refused" in line)
+
+
+@pytest.mark.parametrize("ci", ["none", "sandwich", "bootstrap"])
+def test_a_real_effect_with_a_far_outlier_is_no_separation(ci):
+    """A covariate with a real effect (0.3 per unit) and one far outlier (2,000 units): its coefficient times its
+    range is far beyond the bound, but its information did not collapse (the outlier's battle is decided, the
+    others measure it). It keeps its estimate and its interval, with no warning; its resamples are not taken as
+    running off either."""
+    rng = np.random.default_rng(5)
+    frame, a, b = battles(seed=5)
+    x = rng.standard_normal(a.size)
+    x[0] = 2000.0
+    eta = np.linspace(-1.0, 1.0, MODELS.size)[a] - np.linspace(-1.0, 1.0, MODELS.size)[b] + 0.3 * x
+    outcome = np.where(rng.random(a.size) < 1.0 / (1.0 + np.exp(-eta)), "model_a", "model_b")
+    frame = frame.with_columns(outcome=pl.Series(outcome), x=x)
+    result = arena_cli.fit(frame, style="x", normalize=False, ci=ci, rounds=200, workers=1, min_battles=1)
+    assert not [w for w in result.warnings if "finite estimate" in w]
+    coef, lower, upper = result.coefficients.row(0)[1:]
+    assert 0.2 < coef < 0.4
+    if ci != "none":
+        assert lower is not None and upper is not None and lower < coef < upper and np.isfinite([lower, upper]).all()

@@ -163,6 +163,9 @@ POSITION_SPAN = 2.0
 UNDETERMINED = 1e-9
 #: A battle whose p(1 − p) at the optimum is below this (|log-odds| beyond 20) is decided by a separating term.
 DECIDED = 1e-9
+#: A term that keeps its information yet decides more than this share of the battles outright is warned about (its
+#: estimate is finite, and kept with its interval): one far outlier decides a battle or two, a real effect none.
+DECIDED_SHARE = 0.01
 
 
 def _separation(problem: Problem, solution: Solution, names: tuple[str, ...], scale: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -172,14 +175,27 @@ def _separation(problem: Problem, solution: Solution, names: tuple[str, ...], sc
     measure the models, and the scores are their maximum-likelihood fit. Whether they are, the information at the
     optimum tells (:func:`_undetermined`): when some score runs off with the term, or rests on no battle it leaves
     open, every score shown (centred on their mean) means nothing, and the fit is refused (an :class:`InputError`).
-    Other terms that run off with it lose their interval too, and are named. Costs nothing unless a coefficient
-    is that large."""
+    Other terms that run off with it lose their interval too, and are named. The size alone is not enough: a
+    term with a real effect and a far outlier (one answer of 50,000 tokens) can pass the bound, but keeps its
+    information at the optimum; only a term whose information has collapsed there is taken as separating. Costs
+    nothing unless a coefficient is that large."""
     M = problem.M
     gamma = solution.theta[M : M + problem.k]
     separated = np.abs(gamma) * scale > SEPARATED
     if not separated.any():
         return separated, ()
     undetermined, left_open = _undetermined(problem, solution)
+    separated &= undetermined[M : M + problem.k]  # (a heavy-tailed term with a real effect keeps its information)
+    total = float(problem.design.row_count.sum())
+    if not separated.any():
+        if total - left_open <= DECIDED_SHARE * total:
+            return separated, ()
+        big = [name for name, out in zip(names, np.abs(gamma) * scale > SEPARATED) if out]
+        return separated, (
+            f"{_subject(big)} {'decides' if len(big) == 1 else 'decide'} {total - left_open:,.0f} of {total:,.0f} battles outright (predicted odds "
+            f"beyond 5·10⁸:1); the scores rest on the others. A preference effect that strong is rarely real: check how the term was computed "
+            "(without --position-bias, standardising shifts every battle by the term's mean)",
+        )
     flagged = [(name, float(coef)) for name, coef, out in zip(names, gamma, separated) if out]
     one = len(flagged) == 1
     how = f"{_subject([name for name, _ in flagged])} {'separates' if one else 'separate'} the outcomes"
@@ -192,7 +208,7 @@ def _separation(problem: Problem, solution: Solution, names: tuple[str, ...], sc
     stopped = ", ".join(f"{name} at {coef:+.1f}" for name, coef in flagged)
     warning = (
         f"{how}, so {'its coefficient has' if one else 'their coefficients have'} no finite estimate (the fit stopped: {stopped}; shown without an "
-        f"interval, {'it means' if one else 'they mean'} nothing); the scores rest on the {left_open:,.0f} of {float(problem.design.row_count.sum()):,.0f} "
+        f"interval, {'it means' if one else 'they mean'} nothing); the scores rest on the {left_open:,.0f} of {total:,.0f} "
         f"battles {'it leaves' if one else 'they leave'} open" + (f", which leave the coefficient of {_subject(also)} undetermined too" if also else "")
     )
     return separated | undetermined[M : M + problem.k], (warning,)
@@ -225,7 +241,9 @@ def _separated_resamples(fitted: _VariantFit, draws: np.ndarray, confidence: flo
     """Bootstrap resamples can separate a term's outcomes where the battles do not (a rare covariate, few votes):
     there the term has no finite estimate, and its draw is set to ±inf, so that a percentile interval reaching
     those resamples is unbounded rather than a number they made up. One warning per term whose interval that makes
-    unbounded (none for resamples beyond its ends, nor for a term the full fit already warned about)."""
+    unbounded (none for resamples beyond its ends, nor for a term the full fit already warned about). A term whose
+    full fit is itself beyond the bound (a real effect and a far outlier: its information did not collapse) is not
+    checked: there the bound cannot tell a resample that ran off from one that did not."""
     from arena_cli.models.uncertainty import percentile_interval
 
     M, names = fitted.problem.M, fitted.battles.feature_names
@@ -233,7 +251,7 @@ def _separated_resamples(fitted: _VariantFit, draws: np.ndarray, confidence: flo
     for j, name in enumerate(names):
         column = draws[:, M + j]
         runaway = np.abs(column) * fitted.scale[j] > SEPARATED
-        if fitted.separated[j] or not runaway.any():
+        if fitted.separated[j] or abs(fitted.solution.theta[M + j]) * fitted.scale[j] > SEPARATED or not runaway.any():
             continue
         column[runaway] = np.copysign(np.inf, column[runaway])
         lower, upper = (float(end[0]) for end in percentile_interval(column[:, None], confidence))

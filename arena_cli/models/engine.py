@@ -9,7 +9,6 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
-import polars as pl
 
 from arena_cli.errors import InputError
 from arena_cli.models import design as designs
@@ -205,12 +204,9 @@ def _settings(
     tie_interval: tuple[float, float] | None, anchor: tuple[int, float] | None, position: tuple[float, float | None, float | None] | None,
 ) -> dict[str, Any]:
     """JSON-safe and deterministic: everything needed to reproduce the numbers."""
-    import importlib
+    from arena_cli.versions import library_versions
 
-    import arena_cli
-
-    versions = {"arena_cli": arena_cli.__version__, "numpy": np.__version__, "polars": pl.__version__}
-    versions.update({name: importlib.import_module(name).__version__ for name in ratings.libraries})
+    versions = library_versions(ratings.libraries)
     settings: dict[str, Any] = {
         "method": ratings.method,
         "style": options.style,
