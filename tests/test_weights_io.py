@@ -172,6 +172,9 @@ def test_sums_of_weights_are_rounded_as_the_total_weight_is(tmp_path):
     assert {r["model"]: r["weight"] for r in info["models"]} == {"x": 1.0, "y": 1.0}
     for shown in (run(*long).stdout, run(*long, "-f", "csv").stdout, run("info", path).stdout, run("info", path, "-f", "csv").stdout):
         assert noise not in shown
+    rows = [{"model_a": "x", "model_b": "y", "winner": w, "weight": s} for w, s in [("model_a", 0.1), ("model_b", 0.2)]]
+    fitted = json.loads(run("fit", write_jsonl(tmp_path / "f.jsonl", rows), "--min-battles", "1", "--ci", "none", "-f", "json").stdout)
+    assert fitted["meta"]["settings"]["total_weight"] == 0.3  # the fit's own sum too
 
 
 def test_a_parquet_log_read_by_polars_streaming_skips_bad_weights(tmp_path):
