@@ -290,3 +290,13 @@ def test_a_real_effect_with_a_far_outlier_is_no_separation(ci):
     assert 0.2 < coef < 0.4
     if ci != "none":
         assert lower is not None and upper is not None and lower < coef < upper and np.isfinite([lower, upper]).all()
+
+
+def test_statsmodels_finding_no_finite_estimate_is_refused(tmp_path):
+    """statsmodels answers separated outcomes with NaN parameters: the board was every score null, exit 0, and
+    not a word. Now an input error that points to the solver that says which term."""
+    with pytest.raises(InputError, match=r"^--solver statsmodels found no finite estimate"):
+        arena_cli.fit(longer_always_wins(), style="length", solver="statsmodels", ci="none", min_battles=1, normalize=False)
+    line = one_line_error(runner.invoke(app, ["fit", write(longer_always_wins(), tmp_path), "--style", "length", "--solver", "statsmodels",
+                                              "--ci", "none", "--min-battles", "1"]))
+    assert "--solver newton" in line

@@ -180,6 +180,9 @@ def _separation(problem: Problem, solution: Solution, names: tuple[str, ...], sc
     information at the optimum; only a term whose information has collapsed there is taken as separating. Costs
     nothing unless a coefficient is that large."""
     M = problem.M
+    if not np.isfinite(solution.theta).all():  # (statsmodels' answer where a term separates the outcomes)
+        raise InputError("--solver statsmodels found no finite estimate for these battles (a style or position term that separates the outcomes, "
+                         "say); the default solver (--solver newton) says which term, and whether the scores stand without it")
     gamma = solution.theta[M : M + problem.k]
     separated = np.abs(gamma) * scale > SEPARATED
     if not separated.any():

@@ -532,11 +532,11 @@ def statsmodels_fit(problem: Problem, count: np.ndarray, active: np.ndarray | No
     if k:
         Z[:, n_models:] = design.X[:, rows].T
     outcome = design.row_outcome[rows]
+    import statsmodels.api as sm  # (imported outside the filter: statsmodels' import puts its own "always" filter first)
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if not problem.davidson and not ridge_sum.any():
-            import statsmodels.api as sm
-
             model = sm.GLM(outcome * 0.5, Z, family=sm.families.Binomial(), freq_weights=cw[rows])
             params = model.fit(method="newton", tol=1e-14, maxiter=200, disp=0).params
         else:
