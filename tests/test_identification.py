@@ -6,6 +6,7 @@ interval unbounded, with one warning). Through the API and the CLI, on small gen
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import polars as pl
@@ -214,7 +215,8 @@ def test_a_term_that_separates_some_battles_is_warned_about_and_the_scores_are_t
     frame, rest = refusals()
     result = arena_cli.fit(frame, style="refused", normalize=False, ci=ci, rounds=50, workers=1, min_battles=1)
     (warning,) = [w for w in result.warnings if "separates" in w]
-    assert warning.startswith("style term 'refused' separates the outcomes (the side 'refused' favours wins every battle it decides), so its "
+    assert warning.startswith("style term 'refused' separates the outcomes (of the battles it decides, model_a wins those where 'refused' is "
+                              "low, model_b those where it is high), so its "
                               "coefficient has no finite estimate (the fit stopped: refused at -")
     assert "the scores rest on the 2,940 of 3,000 battles it leaves open" in warning
     assert result.coefficients.row(0)[2:] == (None, None)  # no interval for it
@@ -300,3 +302,42 @@ def test_statsmodels_finding_no_finite_estimate_is_refused(tmp_path):
     line = one_line_error(runner.invoke(app, ["fit", write(longer_always_wins(), tmp_path), "--style", "length", "--solver", "statsmodels",
                                               "--ci", "none", "--min-battles", "1"]))
     assert "--solver newton" in line
+
+
+@pytest.mark.parametrize("outlier", [60.0, 80.0])
+def test_resamples_of_a_real_effect_near_the_bound_are_not_taken_as_running_off(outlier):
+    """One far outlier puts a real effect's coefficient near the size bound (16.5 and 21.5 log-odds over the
+    range): sampling noise carries many resamples beyond it. They were set to +inf (an interval unbounded above,
+    and a warning that they separate) just under the bound; a resample ran off only when far from the others."""
+    rng = np.random.default_rng(0)
+    a = rng.integers(MODELS.size, size=600)
+    b = (a + rng.integers(1, MODELS.size, size=a.size)) % MODELS.size
+    x = rng.normal(size=a.size)
+    x[0] = outlier
+    eta = np.linspace(-0.5, 0.5, MODELS.size)[a] - np.linspace(-0.5, 0.5, MODELS.size)[b] + 0.15 * x
+    outcome = np.where(rng.random(a.size) < 1.0 / (1.0 + np.exp(-eta)), "model_a", "model_b")
+    frame = pl.DataFrame({"model_a": MODELS[a], "model_b": MODELS[b], "outcome": outcome, "delay": x})
+    result = arena_cli.fit(frame, style="delay", ci="bootstrap", rounds=300, workers=1, min_battles=1)
+    assert not [w for w in result.warnings if "finite estimate" in w]
+    assert np.isfinite(result.coefficients.row(0)[2:]).all()
+
+
+def test_davidson_ties_with_a_separating_term():
+    """The check of the information at p = 1/2 built a Bradley-Terry matrix for a Davidson problem (an internal
+    error); a separating resample's runaway step overflowed Newton's convergence test (another)."""
+    frame, rest = refusals()
+    result = arena_cli.fit(frame, style="refused", normalize=False, ties="davidson", ci="bootstrap", rounds=20, workers=1, min_battles=1)
+    (warning,) = [w for w in result.warnings if "separates" in w]
+    assert "no finite estimate" in warning and result.coefficients.row(0)[2:] == (None, None)
+
+
+def test_a_davidson_resample_whose_step_runs_off_is_no_internal_error():
+    """arena-hard-auto's judgments of a few answers: markdown terms separate in many resamples, and a Davidson
+    step that ran off overflowed Newton's convergence test (exit 1), and ν's end unbounded above overflowed exp."""
+    data = "tests/fixtures/arena-hard/data"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # (numpy's overflow in ν's unbounded end leaked to stderr)
+        result = runner.invoke(app, ["fit", data, "-i", "arena-hard", "--answers", f"{data}/arena-hard-v0.1", "--style", "markdown", "--ties",
+                                     "davidson", "--min-battles", "1", "--workers", "1", "--rounds", "100", "-f", "json"])
+    assert result.exit_code == 0, result.output
+    assert "bootstrap resamples give it no finite estimate" in result.stderr

@@ -163,6 +163,9 @@ POSITION_SPAN = 2.0
 UNDETERMINED = 1e-9
 #: A battle whose p(1 − p) at the optimum is below this (|log-odds| beyond 20) is decided by a separating term.
 DECIDED = 1e-9
+#: A bootstrap resample's coefficient beyond the bound and this many standard deviations of the others' from their
+#: median ran off (:func:`_separated_resamples`).
+RUNAWAY_SPREADS = 10.0
 #: A term that keeps its information yet decides more than this share of the battles outright is warned about (its
 #: estimate is finite, and kept with its interval): one far outlier decides a battle or two, a real effect none.
 DECIDED_SHARE = 0.01
@@ -202,7 +205,7 @@ def _separation(problem: Problem, solution: Solution, names: tuple[str, ...], sc
     flagged = [(name, float(coef)) for name, coef, out in zip(names, gamma, separated) if out]
     one = len(flagged) == 1
     how = f"{_subject([name for name, _ in flagged])} {'separates' if one else 'separate'} the outcomes"
-    how += f" ({_favoured(*flagged[0])} wins every battle it decides)" if one else ""
+    how += f" ({_favoured(*flagged[0])})" if one else ""
     if undetermined[:M].any():
         fix = "--position-bias" if [name for name, _ in flagged] == [POSITION] else "it" if one else "them"
         raise InputError(f"{how}: {'it has' if one else 'they have'} no finite estimate, and given {'it' if one else 'them'} the battles leave the "
@@ -229,9 +232,12 @@ def _undetermined(problem: Problem, solution: Solution) -> tuple[np.ndarray, flo
     ridge_sum = problem.ridge_sum(count)
     terms = solution.terms or problem.terms(solution.theta, cw, ridge_sum, objective=False)  # (statsmodels' has none)
     information = problem.information(terms, cw, ridge_sum)
-    at_half = np.diag(problem.matrix(np.broadcast_to(0.25, (design.n_rows,)), factor=None if designs.is_ones(cw) else cw)).copy()
-    if problem.davidson:
-        at_half[-1] = information[-1, -1]  # (ν: ties keep it determined)
+    if problem.davidson:  # (the win/loss part at p = ½; ν's own information as it is: ties keep it determined)
+        none = np.zeros(design.n_rows)
+        at_half = np.diag(problem.matrix(0.25 * np.broadcast_to(cw, (design.n_rows,)), none, none)).copy()
+        at_half[-1] = information[-1, -1]
+    else:
+        at_half = np.diag(problem.matrix(np.broadcast_to(0.25, (design.n_rows,)), factor=None if designs.is_ones(cw) else cw)).copy()
     scale = np.sqrt(np.maximum(at_half, 1e-300))
     gauge = np.zeros(problem.n_params)
     gauge[:M] = scale[:M] / np.linalg.norm(scale[:M])  # Σβ in these units: never any information, nor an estimate
@@ -244,17 +250,26 @@ def _separated_resamples(fitted: _VariantFit, draws: np.ndarray, confidence: flo
     """Bootstrap resamples can separate a term's outcomes where the battles do not (a rare covariate, few votes):
     there the term has no finite estimate, and its draw is set to ±inf, so that a percentile interval reaching
     those resamples is unbounded rather than a number they made up. One warning per term whose interval that makes
-    unbounded (none for resamples beyond its ends, nor for a term the full fit already warned about). A term whose
-    full fit is itself beyond the bound (a real effect and a far outlier: its information did not collapse) is not
-    checked: there the bound cannot tell a resample that ran off from one that did not."""
+    unbounded (none for resamples beyond its ends, nor for a term the full fit already warned about).
+
+    A resample ran off when its coefficient is beyond the size bound (:data:`SEPARATED`) and also far from the
+    resamples within it: more than :data:`RUNAWAY_SPREADS` of their standard deviations from their median. The
+    bound alone cannot tell: a real effect with a far outlier passes it in many resamples (or all of them, when
+    its full fit does), by sampling noise; one that ran off stopped where the battles it decides round to
+    certainty, tens of log-odds away. Without two resamples within the bound there is nothing to compare with, and
+    nothing is set."""
     from arena_cli.models.uncertainty import percentile_interval
 
     M, names = fitted.problem.M, fitted.battles.feature_names
     warnings = []
     for j, name in enumerate(names):
         column = draws[:, M + j]
-        runaway = np.abs(column) * fitted.scale[j] > SEPARATED
-        if fitted.separated[j] or abs(fitted.solution.theta[M + j]) * fitted.scale[j] > SEPARATED or not runaway.any():
+        beyond = np.abs(column) * fitted.scale[j] > SEPARATED
+        within = column[~beyond & np.isfinite(column)]
+        if fitted.separated[j] or not beyond.any() or within.size < 2:
+            continue
+        runaway = beyond & (np.abs(column - np.median(within)) > RUNAWAY_SPREADS * within.std())
+        if not runaway.any():
             continue
         column[runaway] = np.copysign(np.inf, column[runaway])
         lower, upper = (float(end[0]) for end in percentile_interval(column[:, None], confidence))
@@ -273,11 +288,14 @@ def _subject(names: list[str]) -> str:
 
 
 def _favoured(name: str, coef: float) -> str:
-    """Who wins the battles a separating term decides."""
+    """Who wins the battles a separating term decides, said of the term."""
     from arena_cli.features.registry import BY_NAME, STYLE_GROUPS
 
     if name == POSITION:
-        return f"the model shown {'first' if coef > 0 else 'second'}"
+        return f"the model shown {'first' if coef > 0 else 'second'} wins every battle it decides"
+    if name in ("length", "tokens"):
+        return f"the {'longer' if coef > 0 else 'shorter'} answer wins every battle it decides"
     if name in STYLE_GROUPS or name in BY_NAME:
-        return f"the answer with {'more' if coef > 0 else 'less'} {name}"
-    return f"the side {name!r} favours"
+        return f"the answer with {'more' if coef > 0 else 'less'} {name.replace('_', ' ')} wins every battle it decides"
+    high, low = ("high", "low") if coef > 0 else ("low", "high")
+    return f"of the battles it decides, model_a wins those where {name!r} is {high}, model_b those where it is {low}"

@@ -233,7 +233,8 @@ def _settings(
         "versions": versions,
     }
     if log_nu is not None:
-        bounds = [round(float(np.exp(v)), COEF_DECIMALS) for v in tie_interval] if tie_interval else [None, None]
+        with np.errstate(over="ignore"):  # (a resample whose ties ran off: ν unbounded above, inf as other unbounded ends)
+            bounds = [round(float(np.exp(v)), COEF_DECIMALS) for v in tie_interval] if tie_interval else [None, None]
         settings["tie_parameter"] = {"nu": round(float(np.exp(log_nu)), COEF_DECIMALS), "lower": bounds[0], "upper": bounds[1]}
     if position is not None:
         settings["position"] = dict(zip(("coef", "lower", "upper"), (None if v is None else round(float(v), COEF_DECIMALS) for v in position)))

@@ -407,7 +407,7 @@ def _newton(
         step = np.zeros_like(theta)
         step[keep] = step_free
         size = float(np.max(np.abs(step)))
-        converged = size < tol or size**3 < PREDICTION_MARGIN * tol * previous**2  # (when the step is taken in full)
+        converged = size < tol or size * size * size < PREDICTION_MARGIN * tol * previous * previous  # (when the step is taken in full; products, not powers, which raise on overflow where a step runs off)
         if size < TRUSTED_STEP:
             # close to the maximum the quadratic model is accurate: take the full step, no line search
             length, theta, g = 1.0, theta + step, None
