@@ -342,7 +342,7 @@ def matrix(
 
     Only predictions (``predicted``, ``long``) need a fit, in leaderboard order; counts and win rates are the
     battles as they are, by overall win rate, so a fit that can rank nothing (too few battles) cannot stop them."""
-    from arena_cli.pairwise import VALUES, model_order, with_predictions
+    from arena_cli.pairwise import VALUES, model_order, pairwise_counts, with_predictions
     from arena_cli.models.engine import fit as fit_battles
     from arena_cli.models.inputs import load_fit_battles
 
@@ -363,17 +363,22 @@ def matrix(
         counted = load_battles(source, filters=filters, columns=PAIR_COLUMNS)
         battles, warnings, inputs = counted.battles, counted.warnings, source.as_meta()
     if not predicts:
-        pairs = _pair_counts(battles)
+        counts = pairwise_counts(battles)
+        if not counts.height:
+            with _told_on_no_data(warnings):
+                raise NoDataError("no battles left to count: every vote weighs 0" if battles.height else "no battles left to count")
         unused = _unused_fit_options(chosen)
         said = (f"fit options ({', '.join(unused)}) shape only the predictions (value predicted, or long): the {value.replace('_', ' ')} matrix "
                 "counts the battles as they are",) if unused else ()
+        order = tuple(model_order(counts))  # (from the sums as they are: rounded, tiny weights would tie at 0)
         return PairwiseMatrix(
-            pairs=pairs, order=tuple(model_order(pairs)), value=value, long=False, settings={"value": value, "layout": "wide"},
+            pairs=_shown_counts(counts), order=order, value=value, long=False,
+            settings={"value": value, "layout": "wide", "n_battles": int(counts["battles"].sum()) // 2, "n_models": len(order)},
             filters=filters.as_meta(), inputs=inputs, warnings=(*warnings, *said),
         )
     with _told_on_no_data(warnings):
         result = fit_battles(battles, chosen)
-    pairs = with_predictions(_pair_counts(battles), result)
+    pairs = with_predictions(_shown_counts(pairwise_counts(battles)), result)
     settings = {"value": value, "layout": "long" if long else "wide", **_fit_settings(result.settings, features)}
     return PairwiseMatrix(
         pairs=pairs, order=tuple(model_order(pairs, result)), value=value, long=long, settings=settings,
@@ -381,12 +386,12 @@ def matrix(
     )
 
 
-def _pair_counts(battles: pl.DataFrame) -> pl.DataFrame:
-    """:func:`~arena_cli.pairwise.pairwise_counts`, their sums of vote weights rounded as ``arena info``'s are."""
+def _shown_counts(pairs: pl.DataFrame) -> pl.DataFrame:
+    """:func:`~arena_cli.pairwise.pairwise_counts`' sums of vote weights rounded as ``arena info``'s are (their win
+    rates were taken from the sums as they are)."""
     from arena_cli.info import rounded_weights
-    from arena_cli.pairwise import pairwise_counts
 
-    return rounded_weights(pairwise_counts(battles), ["weight", "wins", "ties", "losses"])
+    return rounded_weights(pairs, ["weight", "wins", "ties", "losses"])
 
 
 def _unused_fit_options(options: FitOptions) -> list[str]:

@@ -8,16 +8,13 @@ from datetime import datetime
 import polars as pl
 
 from arena_cli.results import Summary
-from arena_cli.schema import vote_weight
-
-#: Sums of vote weights are given to this many decimals (as scores are): far below a vote's weight, and the same
-#: on every machine, whatever order the sum took (4.6421715367 may come out 4.642171536699999).
-WEIGHT_DECIMALS = 6
-
+from arena_cli.schema import WEIGHT_DIGITS, shown_weight, vote_weight
 
 def rounded_weights(frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
-    """``frame`` with its float ``columns`` (sums of vote weights) to :data:`WEIGHT_DECIMALS`."""
-    return frame.with_columns(pl.col(c).round(WEIGHT_DECIMALS) for c in columns if c in frame.columns and frame.schema[c].is_float())
+    """``frame`` with its float ``columns`` (sums of vote weights) to :data:`~arena_cli.schema.WEIGHT_DIGITS`
+    significant digits: the same on every machine, whatever order the sum took (4.6421715367 may come out
+    4.642171536699999). For display: rates and orders are taken from the sums as they are."""
+    return frame.with_columns(pl.col(c).round_sig_figs(WEIGHT_DIGITS) for c in columns if c in frame.columns and frame.schema[c].is_float())
 
 
 def store_context(store) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -60,7 +57,7 @@ def summarize(battles: pl.DataFrame, quarantine: pl.DataFrame | None = None, fea
     )
     overview: dict[str, int | float | str | None] = {"battles": battles.height}
     if weighted:
-        overview["total_weight"] = round(float(battles["__weight"].sum()), WEIGHT_DECIMALS)
+        overview["total_weight"] = shown_weight(float(battles["__weight"].sum()))
     overview.update({"models": models.height, "first": None, "last": None})
     if "timestamp" in battles.columns and battles["timestamp"].is_not_null().any():
         first, last = battles["timestamp"].min(), battles["timestamp"].max()

@@ -95,6 +95,17 @@ CANONICAL: tuple[str, ...] = tuple(BATTLE_SCHEMA)
 DEFAULTS: dict[str, float] = {"weight": 1.0}
 
 
+#: Sums of vote weights are given to this many significant digits: a sum's floating-point noise
+#: (0.1 + 0.2 = 0.30000000000000004) goes, and a sum of tiny weights (400 votes of 1e-9) keeps its value, as a
+#: number of decimals would not.
+WEIGHT_DIGITS = 12
+
+
+def shown_weight(total: float) -> float:
+    """A sum of vote weights as results give it (:data:`WEIGHT_DIGITS` significant digits)."""
+    return float(f"{total:.{WEIGHT_DIGITS}g}")
+
+
 def vote_weight(schema: pl.Schema) -> pl.Expr:
     """Each battle's weight as Float64: 1 where it has none (a store written before weights, or a frame
     without the column). Text is read as numbers, NaN where it is none: a store written before weights were

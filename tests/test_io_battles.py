@@ -92,6 +92,35 @@ def test_an_unknown_column_of_files_lists_the_columns_one_can_filter_on(tmp_path
     assert load_battles([path], columns=["model_a"], where="category_tag = 'coding'").height == len(VOTES)
 
 
+@pytest.mark.parametrize("columns", [None, ["model_a", "model_b", "outcome", "weight"]])
+def test_a_column_only_some_files_have_is_null_in_the_others(tmp_path, columns):
+    """A --where on a column of the second file only was refused as unknown, the error listing the column among
+    those one can filter on (and the files in the other order were read). The rows of a file without the column
+    have it null, as a read of the files together gives it."""
+    import polars as pl
+
+    frame = pl.DataFrame(VOTES).drop("tstamp")
+    first, second = tmp_path / "1.jsonl", tmp_path / "2.jsonl"
+    frame.write_ndjson(first)
+    frame.with_columns(pl.col("question_id") + "-2", custom_col=pl.int_range(pl.len()) % 2).write_ndjson(second)
+    kept = sum(i % 2 for i in range(frame.height))
+    for files in ([first, second], [second, first]):
+        assert load_battles(files, columns=columns, where="custom_col = 1").height == kept
+        assert load_battles(files, columns=columns, where="custom_col IS NULL").height == frame.height  # (the other file's)
+    with pytest.raises(InputError, match="unknown column"):
+        load_battles([first, second], columns=columns, where="colour = 'red'")
+
+
+def test_an_alpaca_eval_extra_column_can_be_filtered_on():
+    """AlpacaEval's preference is kept as an extra column; with no fractional preference the votes of fractional
+    ones (a batch of their own) were empty and lacked it, and the filter was refused as naming an unknown column."""
+    from arena_cli.io.options import InputOptions
+
+    path = "tests/fixtures/alpaca-eval/results/Mistral-7B-Instruct-v0.2/alpaca_eval_gpt4_turbo_fn/annotations.json"
+    source = Source(files=(path,), input=InputOptions(fmt="alpaca-eval"))
+    assert battles.load_battles(source, BattleFilter(where="preference = 1"), ["model_a", "model_b", "outcome", "weight"]).battles.height == 4
+
+
 def test_nothing_left_is_no_data(tmp_path, store):
     with pytest.raises(NoDataError):
         load_battles(store=store, where="language = 'Klingon'")

@@ -45,7 +45,11 @@ def test_counts_and_win_rates_need_no_fit(store, value):
     result = run("matrix", "--store", store, "--value", value, "--min-battles", 100_000, "-f", "json")
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
-    assert document["meta"]["settings"] == {"value": value.replace("-", "_"), "layout": "wide"}
+    settings = document["meta"]["settings"]
+    assert settings == {"value": value.replace("-", "_"), "layout": "wide", "n_battles": settings["n_battles"], "n_models": 8}
+    from arena_cli.io.store import Store
+
+    assert settings["n_battles"] == Store.open(store).read("battles", ["model_a"]).height
     assert any("min_battles" in w for w in document["meta"]["warnings"]) and "min_battles" in result.stderr
     pairs = pl.DataFrame(json.loads(run("matrix", "--store", store, "--long", "--min-battles", 1, "-f", "json").stdout)["tables"]["pairs"])
     overall = pairs.group_by("model").agg(((pl.col("wins") + 0.5 * pl.col("ties")).sum() / pl.col("battles").sum()).alias("rate"))

@@ -244,3 +244,38 @@ def test_real_votes_with_a_numeric_column_fit_alike_from_jsonl_csv_and_parquet(t
     exog = np.column_stack([design[:, 1:], decided["answer_gap"].to_numpy()])  # the first model is the reference
     fitted = sm.GLM((decided["winner"] == "model_a").cast(float).to_numpy(), exog, family=sm.families.Binomial()).fit(tol=1e-12)
     assert tables["parquet"]["coefficients"][0]["coef"] == pytest.approx(fitted.params[-1], abs=1e-6)
+
+
+def test_tiny_weights_keep_their_sums_and_the_matrix_order(tmp_path):
+    """Sums of weights are rounded to significant digits, not decimals: 400 votes of 1e-9 summed to 0.0 in
+    `meta.settings.total_weight` and in info's tables, and the win-rate matrix, ordered by rates of those rounded
+    sums (0/0), came out in name order. The order is taken from the sums as they are."""
+    rng = np.random.default_rng(2)
+    strength = {"a": 0.0, "b": 0.6, "c": 0.3, "d": -0.4}
+    rows = []
+    for _ in range(400):
+        x, y = rng.choice(list(strength), 2, replace=False)
+        won = rng.random() < 1 / (1 + np.exp(strength[y] - strength[x]))
+        rows.append({"model_a": str(x), "model_b": str(y), "winner": "model_a" if won else "model_b", "weight": 1e-9})
+    path = write_jsonl(tmp_path / "tiny.jsonl", rows)
+    fitted = json.loads(run("fit", path, "--min-battles", "1", "--ci", "none", "-f", "json").stdout)
+    assert fitted["meta"]["settings"]["total_weight"] == pytest.approx(4e-7, rel=1e-9)
+    info = json.loads(run("info", path, "-f", "json").stdout)
+    assert info["meta"]["overview"]["total_weight"] == pytest.approx(4e-7, rel=1e-9)
+    assert all(r["weight"] > 0 for r in info["tables"]["models"])
+    frame = pl.DataFrame(rows)
+    rate = {m: ((frame["model_a"] == m) & (frame["winner"] == "model_a")).sum() + ((frame["model_b"] == m) & (frame["winner"] == "model_b")).sum()
+            for m in strength}
+    played = {m: ((frame["model_a"] == m) | (frame["model_b"] == m)).sum() for m in strength}
+    expected = sorted(strength, key=lambda m: -rate[m] / played[m])
+    shown = json.loads(run("matrix", path, "-f", "json").stdout)["tables"]["matrix"]
+    assert [r["model"] for r in shown] == expected
+
+
+def test_a_count_matrix_of_votes_that_all_weigh_zero_is_no_data(tmp_path):
+    """Every vote of weight 0: the battles and win-rate matrices were empty, exit 0, not a word."""
+    rows = [{"model_a": "a", "model_b": "b", "winner": "model_a", "weight": 0.0}, {"model_a": "b", "model_b": "c", "winner": "model_b", "weight": 0.0}]
+    path = write_jsonl(tmp_path / "zero.jsonl", rows)
+    for value in ("battles", "win-rate"):
+        result = run("matrix", path, "--value", value, code=6)
+        assert "every vote weighs 0" in result.stderr

@@ -149,14 +149,17 @@ def load_battle_parts(
         wanted = list(dict.fromkeys([*columns, *(condition.meta.root_names() if condition is not None else [])]))
 
     named = _NamedModels(filters)
+    files_columns: list[list[str]] = []  # the files' columns, found once a batch lacks one the condition names
 
     def narrowed(part: Frame) -> Frame:
         named.look_in(part)
+        if condition is not None and source.files:
+            part = _with_columns_of_other_files(part, condition, files_columns, lambda: source_columns(list(source.files), source.input))
         kept = _filtered(part, filters, condition)
         return map_batch(kept) if map_batch is not None else kept
 
     if source.files:
-        from arena_cli.io.reading import read_sources
+        from arena_cli.io.reading import read_sources, source_columns
         from arena_cli.io.results import dropped_rows, nothing_read, source_notes
 
         if condition is not None and set(condition.meta.root_names()) <= set(BATTLE_SCHEMA):  # fail before reading
@@ -164,8 +167,6 @@ def load_battle_parts(
         try:
             result = read_sources(list(source.files), source.input, columns=wanted, map_batch=narrowed)
         except UnknownColumnsError as error:  # a batch holds only the columns read: name those of the files
-            from arena_cli.io.reading import source_columns
-
             raise UnknownColumnsError(error.where, error.option, error.unknown, source_columns(list(source.files), source.input)) from None
         if not sum(s.stored for s in result.summaries):
             raise NoDataError(nothing_read(result.summaries, result.quarantine))
@@ -214,6 +215,20 @@ class _NamedModels:
         if self.filters.models and len(self.filters.models) - len(unknown["--models"]) < 2:
             raise NoDataError(said.get("--models", f"--models {', '.join(self.filters.models)}: a battle is between two of the models named"))
         return tuple(said.values())
+
+
+def _with_columns_of_other_files(part: Frame, condition: pl.Expr, found: list[list[str]], columns: Callable[[], list[str]]) -> Frame:
+    """A batch of a file without some column the condition names, which another file (or another batch: a judge
+    log's votes of fractional verdicts) has: the column, null in its rows, as a read of the files together gives
+    it. A column no file has stays unknown (:func:`check_where` says so, at once). ``found``: the files' columns
+    (``columns()``), taken once."""
+    missing = [c for c in dict.fromkeys(condition.meta.root_names()) if c not in part.collect_schema()]
+    if not missing:
+        return part
+    if not found:
+        found.append(columns())
+    present = [c for c in missing if c in found[0]]
+    return part.with_columns(pl.lit(None).alias(c) for c in present) if present else part
 
 
 def _filtered(part: Frame, filters: BattleFilter, condition: pl.Expr | None) -> Frame:

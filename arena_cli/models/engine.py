@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 
 from arena_cli.errors import InputError
+from arena_cli.schema import shown_weight
 from arena_cli.models import design as designs
 from arena_cli.models.methods import Progress, Ratings, rating_method
 from arena_cli.models.options import POSITION, DEFAULT_MIN_BATTLES, CIMethod, FitOptions, ResolvedFitOptions, parse_style
 from arena_cli.models.result import (
-    COEF_DECIMALS, POINTS_PER_LOGIT, SCORE_DECIMALS, SCORE_OFFSET, FitResult, coefficient_frame, expected_score, leaderboard_frame,
+    COEF_DECIMALS, POINTS_PER_LOGIT, SCORE_OFFSET, FitResult, coefficient_frame, expected_score, leaderboard_frame,
 )
 
 
@@ -227,7 +228,7 @@ def _settings(
         "seed": options.seed,
         "cluster": options.cluster,
         "n_battles": prepared.n_battles,
-        **({"total_weight": round(prepared.total_weight, SCORE_DECIMALS)} if prepared.weight is not None else {}),  # (as info gives it)
+        **({"total_weight": shown_weight(prepared.total_weight)} if prepared.weight is not None else {}),  # (as info gives it)
         "n_models": prepared.n_models,
         "excluded": [dataclasses.asdict(e) for e in prepared.excluded],
         "versions": versions,
