@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 import polars as pl
 
-from arena_cli.errors import InputError, NoDataError, RejectedRowsError
+from arena_cli.errors import InputError, NoDataError, OptionError, RejectedRowsError
 from arena_cli.io.battles import Loaded, collect_parts, filter_frame
 from arena_cli.io.options import LOCK_WAIT, BattleFilter, FeatureOptions, InputOptions, Source
 from arena_cli.models.options import DEFAULT_MIN_BATTLES, DEFAULT_TOP_K, DEFAULT_VARIANTS, MIN_BATTLES, WORKERS, CIMethod, FitOptions
@@ -77,7 +77,7 @@ def _style_spec(style: str) -> str:
     from arena_cli.models.options import parse_style
 
     spec = style.strip()
-    return spec if spec in VARIANTS else ",".join(parse_style(spec))
+    return spec if spec in VARIANTS else ",".join(parse_style(spec)) or "none"
 
 
 def _filters(filters: BattleFilter | None, where: str | None) -> BattleFilter:
@@ -346,8 +346,9 @@ def matrix(
     from arena_cli.models.engine import fit as fit_battles
     from arena_cli.models.inputs import load_fit_battles
 
+    value = value.replace("-", "_")  # (the command line's spelling, win-rate, too)
     if value not in VALUES:
-        raise InputError(f"matrix value {value!r}: one of {', '.join(VALUES)}")
+        raise OptionError("--value", f"{value!r}: one of {', '.join(VALUES)}")
     chosen = dataclasses.replace(_fit_options(options, fit_options), ci=CIMethod.none)
     filters, features = _filters(filters, where), features or FeatureOptions()
     predicts = long or value == "predicted"

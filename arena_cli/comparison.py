@@ -71,8 +71,11 @@ def check_variant_choice(variants: Iterable[str], baseline: str, sort_by: str | 
     """``baseline`` (and ``sort_by``, unless ``model``) must name one of ``variants``: known from the arguments
     alone, so an :class:`OptionError` (exit 2), raised before any battle is read."""
     names = list(variants)
+    if not names:
+        raise OptionError("--variants", f"give at least one variant, e.g. {DEFAULT_VARIANTS}")
     if baseline not in names:
-        raise OptionError("--baseline", f"{baseline!r} is not one of the variants {names}")
+        default = " (the default baseline: add it to --variants, or give --baseline)" if baseline == "none" else ""
+        raise OptionError("--baseline", f"{baseline!r}{default} is not one of the variants {names}")
     if sort_by is not None and sort_by != "model" and sort_by not in names:
         raise OptionError("--sort", f"{sort_by!r}: give model or one of the variants {names}")
 

@@ -409,3 +409,22 @@ def test_the_api_refuses_a_baseline_outside_the_variants_before_reading(tmp_path
     with pytest.raises(OptionError, match="--baseline: 'both' is not one of the variants") as raised:
         getattr(arena, call)(tmp_path / "no-such-log.jsonl", "none,length", baseline="both")
     assert isinstance(raised.value, ValueError)
+
+
+def test_the_api_names_what_is_wrong_with_the_variants(tmp_path):
+    """No variant at all was reported as a baseline outside them; the default baseline missing from the variants
+    blamed an option the user never gave."""
+    import arena_cli as arena
+
+    with pytest.raises(OptionError, match="--variants: give at least one variant"):
+        arena.rank_diff(tmp_path / "no-such-log.jsonl", {})
+    with pytest.raises(OptionError, match=r"--baseline: 'none' \(the default baseline: add it to --variants, or give --baseline\)"):
+        arena.rank_diff(tmp_path / "no-such-log.jsonl", "length,both")
+
+
+def test_the_api_matrix_values_are_option_errors_and_take_the_command_line_spelling():
+    import arena_cli as arena
+
+    with pytest.raises(OptionError, match="--value: 'nope'"):
+        arena.matrix("sample_data/battles.jsonl.gz", value="nope")
+    assert arena.matrix("sample_data/battles.jsonl.gz", value="win-rate").value == "win_rate"

@@ -441,8 +441,8 @@ def test_a_judge_log_model_name_that_is_a_list_or_an_object_rejects_its_record(t
     (["-i", "alpaca-eval", "{dir}"], "no annotations.json"),
     (["-i", "arena-hard", "{votes}"], "not arena-hard records, no field model, games"),
     (["-i", "alpaca-eval", "{votes}"], "not alpaca-eval records"),
-    (["--answers", "{dir}", "{votes}"], "--answers apply to arena-hard-auto judgment files"),
-    (["--strong-weight", "5", "{votes}"], "--strong-weight apply to arena-hard-auto judgment files"),  # (it was ignored)
+    (["--answers", "{dir}", "{votes}"], "--answers applies to arena-hard-auto judgment files"),
+    (["--strong-weight", "5", "{votes}"], "--strong-weight applies to arena-hard-auto judgment files"),  # (it was ignored)
     (["-i", "arena-hard", "--map", "judge=x", "{judged}"], "--map does not apply to --input-format arena-hard"),
     (["-i", "arena-hard", "--answers", "{dir}", "{judged}"], "no answer files"),
     (["-i", "arena-hard", "--answers", "{bad_answers}", "{judged}"], "line 1: not a JSON object"),

@@ -127,7 +127,7 @@ class JudgeLog:
         extras = [name for name, value in (("--answers", self.options.answers), ("--judgment-baseline", self.options.judgment_baseline), ("--strong-weight", strong))
                   if value is not None]
         if extras and self.kind != ARENA_HARD:
-            raise InputError(f"{self.path}: {' and '.join(extras)} apply to arena-hard-auto judgment files; this is not one (fields: {', '.join(c for c in columns if c not in INTERNAL)})")
+            raise InputError(f"{self.path}: {' and '.join(extras)} {'apply' if len(extras) > 1 else 'applies'} to arena-hard-auto judgment files; this is not one (fields: {', '.join(c for c in columns if c not in INTERNAL)})")
         needed = {ARENA_HARD: ("model", "games"), ALPACA_EVAL: ("generator_1", "generator_2", "preference")}.get(self.kind or "", ())
         missing = [c for c in needed if c not in columns]
         if missing:

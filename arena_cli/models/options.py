@@ -274,6 +274,8 @@ def parse_style(style: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(n.strip() for n in spec.split(",") if n.strip()))
     if not names:
         raise OptionError("--style", f"{style!r}: give none, length, markdown, both or a comma list of features")
+    if names == ("none",):  # ('none,', as 'length,' is 'length')
+        return ()
     if "none" in names:
         raise OptionError("--style", f"{style!r}: 'none' cannot be combined with features")
     return names
