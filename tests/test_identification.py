@@ -341,3 +341,10 @@ def test_a_davidson_resample_whose_step_runs_off_is_no_internal_error():
                                      "davidson", "--min-battles", "1", "--workers", "1", "--rounds", "100", "-f", "json"])
     assert result.exit_code == 0, result.output
     assert "bootstrap resamples give it no finite estimate" in result.stderr
+
+
+def test_a_term_confounded_by_itself_is_named_alone_under_position_bias():
+    """With --position-bias the term was named with the position term ("fit without one of them"), though the
+    fit without the position term is refused too: the term alone is confounded (up to a constant)."""
+    with pytest.raises(InputError, match=r"^style term length is confounded with the models.*fit without it$"):
+        arena_cli.fit(per_model_lengths(), style="length,bold", ci="none", position_bias=True, min_battles=1)

@@ -777,17 +777,25 @@ def refuse_confounded(gram: DesignGram, prepared: Prepared, names: Sequence[str]
     shift = max(float(np.trace(gram.models)) / M, 1e-300) / M  # (ones·onesᵀ: the models are connected, only the gauge is free)
     v = np.linalg.solve(gram.models + shift, G_rs)  # G_rr⁺·G_rs: the columns of G_rs sum to 0 over the models
     scale = np.sqrt(np.diag(G_ss))
-    values, vectors = _eigen(G_ss - G_rs.T @ v, scale, position)
-    if values[0] > _SUSPECT:
-        return
-    values, vectors = _eigen(_residual_gram(prepared, rows, v), scale, position)
-    if values[0] > COLLINEAR:
+    S, exact = G_ss - G_rs.T @ v, None
+    # the terms alone first (up to a constant): a term confounded so is named alone, as fitting without the
+    # position term would not help; then, with the position term, a combination that needs it
+    for with_position in (False, True) if position else (False,):
+        values, vectors = _eigen(S, scale, with_position)
+        if values[0] > _SUSPECT:
+            continue
+        exact = _residual_gram(prepared, rows, v) if exact is None else exact
+        values, vectors = _eigen(exact, scale, with_position)
+        if values[0] <= COLLINEAR:
+            break
+    else:
         return
     loaded = [abs(loading) > 1e-3 for loading in vectors[:, 0]]
     terms = [name for name, on in zip(names, loaded) if on]
     said = [f"style term{'s' if len(terms) > 1 else ''} {', '.join(terms)}"] if terms else []
-    several = len(terms) + (position and loaded[-1]) > 1
-    subject = " and ".join([*said, *(["the position term"] if position and loaded[-1] else [])])
+    first = with_position and loaded[-1]
+    several = len(terms) + first > 1
+    subject = " and ".join([*said, *(["the position term"] if first else [])])
     raise InputError(
         f"{subject} {'are' if several else 'is'} confounded with the models in these battles: {'a combination of them' if several else 'it'} "
         "equals, in every battle, a per-model value of model_a minus that of model_b, up to a constant (each model's answers always of one "
