@@ -6,6 +6,7 @@ what a read has to tell (rows skipped in files) comes back as :attr:`Loaded.warn
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -149,17 +150,22 @@ def load_battle_parts(
         wanted = list(dict.fromkeys([*columns, *(condition.meta.root_names() if condition is not None else [])]))
 
     named = _NamedModels(filters)
-    files_columns: list[list[str]] = []  # the files' columns, found once a batch lacks one the condition names
+
+    @functools.cache
+    def files_columns() -> list[str]:  # (read once, and only when a batch lacks a column the condition names)
+        from arena_cli.io.reading import source_columns
+
+        return source_columns(list(source.files), source.input)
 
     def narrowed(part: Frame) -> Frame:
         named.look_in(part)
         if condition is not None and source.files:
-            part = _with_columns_of_other_files(part, condition, files_columns, lambda: source_columns(list(source.files), source.input))
+            part = _with_columns_of_other_files(part, condition, files_columns)
         kept = _filtered(part, filters, condition)
         return map_batch(kept) if map_batch is not None else kept
 
     if source.files:
-        from arena_cli.io.reading import read_sources, source_columns
+        from arena_cli.io.reading import read_sources
         from arena_cli.io.results import dropped_rows, nothing_read, source_notes
 
         if condition is not None and set(condition.meta.root_names()) <= set(BATTLE_SCHEMA):  # fail before reading
@@ -167,7 +173,7 @@ def load_battle_parts(
         try:
             result = read_sources(list(source.files), source.input, columns=wanted, map_batch=narrowed)
         except UnknownColumnsError as error:  # a batch holds only the columns read: name those of the files
-            raise UnknownColumnsError(error.where, error.option, error.unknown, source_columns(list(source.files), source.input)) from None
+            raise UnknownColumnsError(error.where, error.option, error.unknown, files_columns()) from None
         if not sum(s.stored for s in result.summaries):
             raise NoDataError(nothing_read(result.summaries, result.quarantine))
         notes = (*dropped_rows(result.summaries, result.quarantine), *source_notes(result.summaries, quarantined=False))
@@ -217,17 +223,14 @@ class _NamedModels:
         return tuple(said.values())
 
 
-def _with_columns_of_other_files(part: Frame, condition: pl.Expr, found: list[list[str]], columns: Callable[[], list[str]]) -> Frame:
+def _with_columns_of_other_files(part: Frame, condition: pl.Expr, columns: Callable[[], list[str]]) -> Frame:
     """A batch of a file without some column the condition names, which another file (or another batch: a judge
     log's votes of fractional verdicts) has: the column, null in its rows, as a read of the files together gives
-    it. A column no file has stays unknown (:func:`check_where` says so, at once). ``found``: the files' columns
-    (``columns()``), taken once."""
+    it. A column no file has stays unknown (:func:`check_where` says so, at once). ``columns()``: the files'."""
     missing = [c for c in dict.fromkeys(condition.meta.root_names()) if c not in part.collect_schema()]
     if not missing:
         return part
-    if not found:
-        found.append(columns())
-    present = [c for c in missing if c in found[0]]
+    present = [c for c in missing if c in columns()]
     return part.with_columns(pl.lit(None).alias(c) for c in present) if present else part
 
 

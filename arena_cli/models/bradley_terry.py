@@ -187,16 +187,16 @@ def _separation(problem: Problem, solution: Solution, names: tuple[str, ...], sc
         raise InputError("--solver statsmodels found no finite estimate for these battles (a style or position term that separates the outcomes, "
                          "say); the default solver (--solver newton) says which term, and whether the scores stand without it")
     gamma = solution.theta[M : M + problem.k]
-    separated = np.abs(gamma) * scale > SEPARATED
-    if not separated.any():
-        return separated, ()
+    beyond = np.abs(gamma) * scale > SEPARATED
+    if not beyond.any():
+        return beyond, ()
     undetermined, left_open = _undetermined(problem, solution)
-    separated &= undetermined[M : M + problem.k]  # (a heavy-tailed term with a real effect keeps its information)
+    separated = beyond & undetermined[M : M + problem.k]  # (a heavy-tailed term with a real effect keeps its information)
     total = float(problem.design.row_count.sum())
     if not separated.any():
         if total - left_open <= DECIDED_SHARE * total:
             return separated, ()
-        big = [name for name, out in zip(names, np.abs(gamma) * scale > SEPARATED) if out]
+        big = [name for name, out in zip(names, beyond) if out]
         return separated, (
             f"{_subject(big)} {'decides' if len(big) == 1 else 'decide'} {total - left_open:,.0f} of {total:,.0f} battles outright (predicted odds "
             f"beyond 5·10⁸:1); the scores rest on the others. A preference effect that strong is rarely real: check how the term was computed "
