@@ -38,14 +38,17 @@ def _quiet_console(**options: object) -> Console:
     return QuietConsole(**options)  # type: ignore[arg-type]
 
 
-def write_stdout(data: bytes) -> None:
+def write_stdout(data: bytes) -> bool:
     """Data to stdout. A reader that stopped reading (``arena info | head -1``) is not an error: the rest of the
-    output is discarded, silently, and the command carries on to its own exit code."""
+    output is discarded, silently, and the command carries on to its own exit code. False when stdout is
+    closed: the data did not all reach it (what follows would go nowhere)."""
     try:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     except BrokenPipeError:
         _discard(sys.stdout)
+        return False
+    return True
 
 
 class _ClosedPipeProof:

@@ -71,3 +71,10 @@ def test_a_closed_stdout_ends_the_output_quietly_with_the_commands_own_code(fini
     expected, code, stderr = finished[name]
     assert code == expected, stderr
     assert not any(noise in stderr for noise in NOISE), stderr
+
+
+def test_an_export_to_a_closed_stdout_does_not_say_it_wrote_the_rows(finished):
+    """The rows did not reach the reader: `wrote N rows to standard output` would be false, so nothing is said."""
+    expected, code, stderr = finished["export"]
+    assert code == expected
+    assert stderr == ""

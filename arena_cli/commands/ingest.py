@@ -106,5 +106,6 @@ def export_command(
         rows = api.export(written, store=store, table=table, fmt=fmt, where=where)
         with open(written, "rb") as handle:
             for chunk in iter(lambda: handle.read(1 << 20), b""):
-                write_stdout(chunk)  # (a reader that stops reading is no error)
+                if not write_stdout(chunk):  # a reader that stops reading is no error, and no rows were written
+                    return
     info(f"wrote {rows:,} rows to standard output")
