@@ -1,4 +1,4 @@
-"""Polars expressions shared by the ingest and the fit."""
+"""Polars expressions shared by the ingest, the fit and the outputs."""
 
 from __future__ import annotations
 
@@ -32,3 +32,15 @@ def lookup(expr: pl.Expr, mapping: Mapping[Any, Any], default: Any, dtype: pl.Da
     for number, key in enumerate(mapping):
         place = pl.when(expr.is_null() if key is None else expr == key).then(pl.lit(number, pl.UInt32)).otherwise(place)
     return pl.lit(pl.Series([*mapping.values(), default], dtype=dtype)).gather(place)
+
+
+def unsigned_zero(value: pl.Expr) -> pl.Expr:
+    """``value`` with -0.0 as 0.0: a zero's sign (a weight of -0.0, a tiny negative difference rounded) is no
+    number a reader needs, and outputs show 0.0 alone. :func:`unsigned_zero_text` is the same for a number
+    written out."""
+    return pl.when(value == 0).then(0.0).otherwise(value)
+
+
+def unsigned_zero_text(number: str) -> str:
+    """A number written out (``-0.000``, ``-0``) as :func:`unsigned_zero` gives it: a zero without its sign."""
+    return number.removeprefix("-") if float(number) == 0 else number

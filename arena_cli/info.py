@@ -7,14 +7,16 @@ from datetime import datetime
 
 import polars as pl
 
+from arena_cli.exprs import unsigned_zero
 from arena_cli.results import Summary
 from arena_cli.schema import WEIGHT_DIGITS, shown_weight, vote_weight
 
 def rounded_weights(frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
     """``frame`` with its float ``columns`` (sums of vote weights) to :data:`~arena_cli.schema.WEIGHT_DIGITS`
     significant digits: the same on every machine, whatever order the sum took (4.6421715367 may come out
-    4.642171536699999). For display: rates and orders are taken from the sums as they are."""
-    return frame.with_columns(pl.col(c).round_sig_figs(WEIGHT_DIGITS) for c in columns if c in frame.columns and frame.schema[c].is_float())
+    4.642171536699999), 0.0 for -0.0 (votes of weight -0.0). For display: rates and orders are taken from the
+    sums as they are."""
+    return frame.with_columns(unsigned_zero(pl.col(c).round_sig_figs(WEIGHT_DIGITS)).alias(c) for c in columns if c in frame.columns and frame.schema[c].is_float())
 
 
 def store_context(store) -> tuple[pl.DataFrame, pl.DataFrame]:

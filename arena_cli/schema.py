@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import polars as pl
 
 from arena_cli.errors import InputError
+from arena_cli.exprs import unsigned_zero_text
 
 #: A table or one part of it, read or to be read.
 Frame = pl.DataFrame | pl.LazyFrame
@@ -102,8 +103,8 @@ WEIGHT_DIGITS = 12
 
 
 def shown_weight(total: float) -> float:
-    """A sum of vote weights as results give it (:data:`WEIGHT_DIGITS` significant digits)."""
-    return float(f"{total:.{WEIGHT_DIGITS}g}")
+    """A sum of vote weights as results give it (:data:`WEIGHT_DIGITS` significant digits; 0.0 for -0.0)."""
+    return float(unsigned_zero_text(f"{total:.{WEIGHT_DIGITS}g}"))
 
 
 def vote_weight(schema: pl.Schema) -> pl.Expr:

@@ -279,3 +279,24 @@ def test_a_count_matrix_of_votes_that_all_weigh_zero_is_no_data(tmp_path):
     for value in ("battles", "win-rate"):
         result = run("matrix", path, "--value", value, code=6)
         assert "every vote weighs 0" in result.stderr
+
+
+def test_votes_of_weight_minus_zero_sum_to_zero_not_minus_zero(tmp_path):
+    """A weight of -0.0 is a valid 0: info's sums of such votes showed -0.0 (table, csv, json), where every other
+    output shows a zero as 0.0."""
+    rows = [{"model_a": "x", "model_b": "y", "winner": w, "weight": s} for w, s in [("model_a", -0.0), ("model_b", 1.0), ("tie", -0.0)]]
+    rows.append({"model_a": "x", "model_b": "z", "winner": "tie", "weight": -0.0})
+    path = tmp_path / "w.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert "-0.0" in path.read_text()
+    for shown in (run("info", path).stdout, run("info", path, "-f", "csv").stdout, run("info", path, "-f", "json").stdout):
+        assert "-0" not in shown
+    tables = json.loads(run("info", path, "-f", "json").stdout)["tables"]
+    assert {r["model"]: r["weight"] for r in tables["models"]} == {"x": 1.0, "y": 1.0, "z": 0.0}
+    assert {r["outcome"]: r["weight"] for r in tables["outcomes"]} == {"model_a": 0.0, "model_b": 1.0, "tie": 0.0}
+
+
+def test_a_shown_sum_of_weights_has_no_minus_zero():
+    from arena_cli.schema import shown_weight
+
+    assert str(shown_weight(-0.0)) == "0.0" and shown_weight(0.1 + 0.2) == 0.3 and shown_weight(-1e-300) == -1e-300

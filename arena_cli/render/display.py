@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 
 from arena_cli.console import printable
+from arena_cli.exprs import unsigned_zero, unsigned_zero_text
 from arena_cli.render.document import Column, Table
 
 MISSING = "—"
@@ -57,12 +58,8 @@ def rounded(table: Table) -> pl.DataFrame:
     """The frame with float columns rounded to the table's ``float_digits`` (text formats only); a value that
     rounds to zero is 0.0, never -0.0 (a tiny negative difference, which says nothing of its sign once rounded)."""
     frame = table.frame
-    exprs = [_unsigned_zero(pl.col(c).round(d)).alias(c) for c, d in table.float_digits.items() if c in frame.columns and frame.schema[c].is_float()]
+    exprs = [unsigned_zero(pl.col(c).round(d)).alias(c) for c, d in table.float_digits.items() if c in frame.columns and frame.schema[c].is_float()]
     return frame.with_columns(exprs) if exprs else frame
-
-
-def _unsigned_zero(value: pl.Expr) -> pl.Expr:
-    return pl.when(value == 0).then(0.0).otherwise(value)
 
 
 def plain_frame(frame: pl.DataFrame) -> pl.DataFrame:
@@ -83,8 +80,7 @@ def _number(value: Any, digits: int | None) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return MISSING
     if isinstance(value, float) and digits is not None:
-        text = f"{value:.{digits}f}"
-        return text.removeprefix("-") if float(text) == 0 else text  # -0.0 is no number a reader needs
+        return unsigned_zero_text(f"{value:.{digits}f}")
     return printable(str(value))
 
 
