@@ -121,6 +121,44 @@ def test_a_command_sets_the_allocator_before_polars_loads_for_what_it_does_and_k
     assert done.stderr.strip().splitlines()[-1] == JSON_READ_ALLOCATOR
 
 
+def test_the_allocator_setting_lasts_for_its_command_only(tmp_path, monkeypatch):
+    """Commands run one after another in one process (typer's CliRunner, a program calling the entry point again):
+    each has the setting it asked for while it runs, and leaves the environment as it found it when it ends, an
+    error included; a user's own setting is kept throughout. (A command's setting was left behind: the next
+    command inherited it, and the user's environment was changed.)"""
+    import polars as pl
+    from typer.testing import CliRunner
+
+    from arena_cli import api
+    from arena_cli.cli import app
+    from arena_cli.commands.options import ALLOCATOR, JSON_READ_ALLOCATOR, RESAMPLE_ALLOCATOR
+
+    votes = _votes(tmp_path, 300)
+    lines = tmp_path / "votes.jsonl"
+    pl.read_parquet(votes).write_ndjson(lines)
+    seen: list[str | None] = []
+    fit = api.fit
+    monkeypatch.setattr(api, "fit", lambda *args, **kwargs: (seen.append(os.environ.get(ALLOCATOR)), fit(*args, **kwargs))[1])
+
+    def run(*args: str, code: int = 0) -> str | None:
+        seen.clear()
+        done = CliRunner().invoke(app, ["fit", *args, "--rounds", "20", "--workers", "1", "-o", os.devnull])
+        assert done.exit_code == code, done.output
+        return seen[0] if seen else None
+
+    for users in (None, "narenas:2"):
+        if users is None:
+            monkeypatch.delenv(ALLOCATOR, raising=False)
+        else:
+            monkeypatch.setenv(ALLOCATOR, users)
+        assert run(str(lines), "--ci", "bootstrap") == (users or RESAMPLE_ALLOCATOR)
+        assert os.environ.get(ALLOCATOR) == users
+        assert run(str(lines), "--ci", "none") == (users or JSON_READ_ALLOCATOR)  # not the bootstrap's, left behind
+        assert os.environ.get(ALLOCATOR) == users
+        assert run(str(votes), "--ci", "none") == users  # parquet: nothing set
+        run(str(lines), "--ci", "none", "--where", "no_such_column = 1", code=3)  # an error once the options are read
+        assert os.environ.get(ALLOCATOR) == users
+
 def test_the_arena_command_starts_openblas_without_threads_before_numpy_loads_and_keeps_a_users_own(tmp_path):
     """OpenBLAS reads its thread count once, as numpy loads: the command sets it first (``BLAS_SETTINGS``) and
     keeps a user's own value."""

@@ -11,11 +11,12 @@ Nothing heavy is imported: ``arena --help`` builds every signature.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -59,7 +60,8 @@ except ImportError:  # older typers run on click itself
 
 def option_group(name: str, options: list[inspect.Parameter], build: Callable[..., Any]) -> Callable[[Callable], Callable]:
     """A decorator replacing the command's parameter ``name`` by ``options`` (in its place in ``--help``);
-    the command receives ``build(**their values)`` as ``name``."""
+    the command receives ``build(**their values)`` as ``name``. What the options set in the environment (see
+    :func:`_allocate`) lasts until the command ends."""
 
     def decorate(command: Callable) -> Callable:
         signature = inspect.signature(command)
@@ -77,8 +79,9 @@ def option_group(name: str, options: list[inspect.Parameter], build: Callable[..
 
         @functools.wraps(command)
         def run(**values: Any) -> Any:
-            values[name] = build(**{n: values.pop(n) for n in names})
-            return command(**values)
+            with _command_allocator():
+                values[name] = build(**{n: values.pop(n) for n in names})
+                return command(**values)
 
         run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
         run.__annotations__ = {p.name: p.annotation for p in parameters}
@@ -284,7 +287,8 @@ _INTERVAL_OPTIONS = [
 
 #: polars' allocator (jemalloc): how long it keeps the pages a read freed before it hands them back. polars sets
 #: 0.5 s (dirty) and 1 s (muzzy) as it loads. Set as the options are parsed, before polars is first imported (it
-#: appends this to its own; jemalloc reads it once, at its first allocation); a value the user set is kept.
+#: appends this to its own; jemalloc reads it once, at its first allocation, and so does a spawned worker as its
+#: polars loads), and kept until the command ends; a value the user set is kept.
 ALLOCATOR = "_RJEM_MALLOC_CONF"
 #: A command that resamples (``--ci bootstrap``): bootstrap workers, forked after the read, would each keep a copy
 #: of the pages freed in the last second; returned within 200 ms, a 1M-vote style fit's process tree from a store
@@ -296,14 +300,37 @@ RESAMPLE_ALLOCATOR = "dirty_decay_ms:200,muzzy_decay_ms:0"
 #: with texts is 7% faster at 40 MB more at its peak. Not parquet: a 10M-vote parquet fit was no faster so, at
 #: 21% more peak memory.
 JSON_READ_ALLOCATOR = "dirty_decay_ms:5000,muzzy_decay_ms:5000"
-#: Whether the user set the allocator's settings (as the command started): then no command sets them.
-_USERS_ALLOCATOR = ALLOCATOR in os.environ
+#: The allocator's settings as the running command found them (None: unset; the user's own otherwise), one entry
+#: while a command runs.
+_found: list[str | None] = []
+
+
+@contextlib.contextmanager
+def _command_allocator() -> Iterator[None]:
+    """Around a command (its options built, then its work; the outermost of its option groups): the allocator's
+    settings its options ask for (:func:`_allocate`) last for this command alone. When it ends, however it ends,
+    the environment has them as the command found it (the user's own, or none), so that a next command in the
+    same process (typer's CliRunner, a program calling the entry point again) starts from the user's environment,
+    not from this command's choice (nor from what polars added as it loaded)."""
+    if _found:
+        yield
+        return
+    _found.append(os.environ.get(ALLOCATOR))
+    try:
+        yield
+    finally:
+        found = _found.pop()
+        if found is None:
+            os.environ.pop(ALLOCATOR, None)
+        else:
+            os.environ[ALLOCATOR] = found
 
 
 def _allocate(setting: str) -> None:
-    """Set polars' allocator to ``setting`` unless the user set it, or a command's other options asked for
-    :data:`RESAMPLE_ALLOCATOR` (its workers' memory weighs more than the read's speed), whichever is parsed first."""
-    if not _USERS_ALLOCATOR and os.environ.get(ALLOCATOR) != RESAMPLE_ALLOCATOR:
+    """Set polars' allocator to ``setting`` for the running command unless the user set it (the command found it
+    set), or the command's other options asked for :data:`RESAMPLE_ALLOCATOR` (its workers' memory weighs more
+    than the read's speed), whichever is parsed first."""
+    if _found[0] is None and os.environ.get(ALLOCATOR) != RESAMPLE_ALLOCATOR:
         os.environ[ALLOCATOR] = setting
 
 
