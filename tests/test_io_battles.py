@@ -111,6 +111,46 @@ def test_a_column_only_some_files_have_is_null_in_the_others(tmp_path, columns):
         load_battles([first, second], columns=columns, where="colour = 'red'")
 
 
+@pytest.mark.parametrize("container", ["jsonl", "json"])
+def test_a_column_only_later_rows_of_a_json_file_have_can_be_filtered_on(tmp_path, container):
+    """A JSON file's first batch (which decides the read's plan) and the streamed read's first lines lacked a column
+    that later rows have: a --where on it was refused as naming an unknown column. It is null in the rows that lack
+    it, as a read of the store it is ingested into gives it, for a lean read and a full one, a fit, a matrix and
+    info; text functions run on it (a column of nulls of no type refused LIKE); a column no row has is still
+    unknown, the columns one can filter on listed."""
+    from arena_cli import api
+    from arena_cli.io.options import InputOptions
+
+    rows = [{"question_id": f"q{i}", "model_a": "abcd"[i % 4], "model_b": "abcd"[(i + 1 + i // 4 % 3) % 4], "winner": ["model_a", "model_b", "tie"][i % 3],
+             **({"lang": ["English", "German"][i % 2]} if i >= 200 else {})} for i in range(300)]
+    path = tmp_path / f"late.{container}"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows) if container == "jsonl" else json.dumps(rows, indent=1))
+    small = InputOptions(batch_rows=100, batch_bytes=4000)  # batches (and streamed blocks) of a few dozen lines
+    source = Source((path,), input=small)
+    opened = Store.open(tmp_path / "s", create=True)
+    ingest_to_store(opened, [path], small)
+    english = sum(row.get("lang") == "English" for row in rows)
+    for where, kept in [("lang = 'English'", english), ("lang LIKE 'Eng%'", english), ("lang IS NULL", 200)]:
+        for columns in (None, ["model_a", "model_b", "outcome", "weight"]):
+            assert battles.load_battles(source, BattleFilter(where), columns).battles.height == kept, (where, columns)
+            assert load_battles(store=opened.root, columns=columns, where=where).height == kept
+        fitted = [api.fit(data, store=store, where=where, ci="none", min_battles=1).leaderboard for data, store in ((source, None), (None, opened.root))]
+        assert fitted[0].equals(fitted[1])
+        assert api.matrix(source, where=where, value="battles").settings["n_battles"] == kept
+        assert api.describe(source, where=where).overview["battles"] == kept
+    styled = tmp_path / f"styled.{container}"
+    counted = [{**row, "tokens_a": 10 + i % 7, "tokens_b": 12 + i % 5} for i, row in enumerate(rows)]
+    styled.write_text("".join(json.dumps(row) + "\n" for row in counted) if container == "jsonl" else json.dumps(counted))
+    with_counts = Store.open(tmp_path / "styled", create=True)
+    ingest_to_store(with_counts, [styled], small)
+    fitted = [api.fit(data, store=store, where="lang = 'German'", style="length", ci="none", min_battles=1)
+              for data, store in ((Source((styled,), input=small), None), (None, with_counts.root))]
+    assert fitted[0].leaderboard.equals(fitted[1].leaderboard) and fitted[0].settings["n_battles"] == fitted[1].settings["n_battles"] > 0
+    with pytest.raises(InputError, match="names unknown column.s. colour; columns: ") as caught:
+        battles.load_battles(source, BattleFilter("colour = 'red'"), ["model_a"])
+    assert {"model_a", "question_id", "language"} <= set(str(caught.value).split("; columns: ")[1].split(", "))
+
+
 def test_an_alpaca_eval_extra_column_can_be_filtered_on():
     """AlpacaEval's preference is kept as an extra column; with no fractional preference the votes of fractional
     ones (a batch of their own) were empty and lacked it, and the filter was refused as naming an unknown column."""

@@ -11,13 +11,16 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import polars as pl
 
 from arena_cli.errors import ArenaError, InputError, NoDataError
 from arena_cli.io.options import BattleFilter, Source
 from arena_cli.schema import BATTLE_SCHEMA, Frame
+
+if TYPE_CHECKING:
+    from arena_cli.io.reading import SourceColumns
 
 T = TypeVar("T")
 
@@ -150,17 +153,12 @@ def load_battle_parts(
         wanted = list(dict.fromkeys([*columns, *(condition.meta.root_names() if condition is not None else [])]))
 
     named = _NamedModels(filters)
-
-    @functools.cache
-    def files_columns() -> list[str]:  # (read once, and only when a batch lacks a column the condition names)
-        from arena_cli.io.reading import source_columns
-
-        return source_columns(list(source.files), source.input)
+    absent = _AbsentColumns(source, condition) if condition is not None and source.files else None
 
     def narrowed(part: Frame) -> Frame:
         named.look_in(part)
-        if condition is not None and source.files:
-            part = _with_columns_of_other_files(part, condition, files_columns)
+        if absent is not None:
+            part = absent.filled(part)
         kept = _filtered(part, filters, condition)
         return map_batch(kept) if map_batch is not None else kept
 
@@ -173,7 +171,10 @@ def load_battle_parts(
         try:
             result = read_sources(list(source.files), source.input, columns=wanted, map_batch=narrowed)
         except UnknownColumnsError as error:  # a batch holds only the columns read: name those of the files
-            raise UnknownColumnsError(error.where, error.option, error.unknown, files_columns()) from None
+            assert absent is not None  # (only a condition names columns)
+            raise UnknownColumnsError(error.where, error.option, error.unknown, absent.files.names) from None
+        if absent is not None:
+            absent.check(filters.where or "", filters.where_option)
         if not sum(s.stored for s in result.summaries):
             raise NoDataError(nothing_read(result.summaries, result.quarantine))
         notes = (*dropped_rows(result.summaries, result.quarantine), *source_notes(result.summaries, quarantined=False))
@@ -223,15 +224,67 @@ class _NamedModels:
         return tuple(said.values())
 
 
-def _with_columns_of_other_files(part: Frame, condition: pl.Expr, columns: Callable[[], list[str]]) -> Frame:
-    """A batch of a file without some column the condition names, which another file (or another batch: a judge
-    log's votes of fractional verdicts) has: the column, null in its rows, as a read of the files together gives
-    it. A column no file has stays unknown (:func:`check_where` says so, at once). ``columns()``: the files'."""
-    missing = [c for c in dict.fromkeys(condition.meta.root_names()) if c not in part.collect_schema()]
-    if not missing:
+class _AbsentColumns:
+    """The columns a ``--where`` on vote-log files names that a batch lacks, null in its rows, as a read of the files
+    together gives them (a store's parts, as :meth:`~arena_cli.io.store.Store.scan_parts` gives them): a column
+    another file has, or another batch of the file (a judge log's votes of fractional verdicts; a JSON file's later
+    rows, which may have keys its first ones lack). A column that no file's first batch shows is unknown at once
+    when no later row can add one (:attr:`~arena_cli.io.reading.SourceColumns.complete`; :func:`check_where` says
+    so); else it is null until every row is read, and unknown if no batch had it (:meth:`check`)."""
+
+    def __init__(self, source: Source, condition: pl.Expr):
+        self.source, self.condition = source, condition
+        self.names = list(dict.fromkeys(condition.meta.root_names()))
+        self.seen: set[str] = set()  # named columns some batch had
+        self.unsettled: set[str] = set()  # named columns taken as null before any batch had them
+
+    @functools.cached_property
+    def files(self) -> SourceColumns:
+        """The files' columns: read once, and only when a batch lacks a column the condition names."""
+        from arena_cli.io.reading import source_columns
+
+        return source_columns(list(self.source.files), self.source.input)
+
+    def filled(self, part: Frame) -> Frame:
+        """``part`` with the columns it lacks that the condition names and the files may have, null."""
+        schema = part.collect_schema()
+        self.seen.update(c for c in self.names if c in schema)
+        missing = [c for c in self.names if c not in schema]
+        if not missing:
+            return part
+        known = [c for c in missing if c in self.files.names]
+        later = [] if self.files.complete else [c for c in missing if c not in known]
+        self.unsettled.update(later)
+        return _with_nulls(part, self.condition, [*known, *later])
+
+    def check(self, where: str, option: str) -> None:
+        """Once every row is read: a column taken as null that no batch had is unknown after all."""
+        unknown = [c for c in self.names if c in self.unsettled and c not in self.seen]
+        if unknown:
+            raise UnknownColumnsError(where, option, unknown, self.files.names)
+
+
+#: The types a column null in a batch's rows is given, the first under which the condition runs: a null gives a
+#: condition the same value whatever its type, but polars wants one (a text function refuses a column of no type,
+#: a comparison with a number refuses text).
+_NULL_TYPES: tuple[pl.DataType, ...] = (pl.Null(), pl.String(), pl.Boolean(), pl.Float64(), pl.Datetime("us", "UTC"))
+
+
+def _with_nulls(part: Frame, condition: pl.Expr, columns: Sequence[str]) -> Frame:
+    """``part`` with ``columns`` null, of the first of :data:`_NULL_TYPES` under which ``condition`` runs."""
+    if not columns:
         return part
-    present = [c for c in missing if c in columns()]
-    return part.with_columns(pl.lit(None).alias(c) for c in present) if present else part
+    schema = part.collect_schema()
+
+    def runs(dtype: pl.DataType) -> bool:
+        try:
+            check_where("", condition, pl.Schema({**schema, **dict.fromkeys(columns, dtype)}))
+        except InputError:
+            return False
+        return True
+
+    dtype = next((t for t in _NULL_TYPES if runs(t)), pl.Null())
+    return part.with_columns(pl.lit(None, dtype).alias(c) for c in columns)
 
 
 def _filtered(part: Frame, filters: BattleFilter, condition: pl.Expr | None) -> Frame:

@@ -98,19 +98,30 @@ def read_sources(
     return read_full(paths, options, labels, columns, map_batch)
 
 
-def source_columns(paths: Sequence[Path], options: InputOptions | None = None) -> list[str]:
+@dataclass(frozen=True)
+class SourceColumns:
     """The columns the battles of vote-log files have, as a full read gives them: every canonical column (null
-    where a file lacks it), then the files' own columns (kept as they are, or as ``extra_<name>``), as far as
-    each file's first batch shows them. What a ``--where`` may name; one batch a file is read."""
+    where a file lacks it), then the files' own (kept as they are, or as ``extra_<name>``), as far as each file's
+    first batch shows them (``names``); and whether those are all the columns any row has (``complete``): a JSON
+    lines or JSON array file's later rows may have keys its first ones lack, a parquet or CSV file's may not."""
+
+    names: list[str]
+    complete: bool
+
+
+def source_columns(paths: Sequence[Path], options: InputOptions | None = None) -> SourceColumns:
+    """The columns of vote-log files (see :class:`SourceColumns`): what a ``--where`` may name; one batch a file is
+    read."""
     options = options or InputOptions()
     labels = check_sources(list(paths), options)
     columns = dict.fromkeys(BATTLE_SCHEMA)
-    for path in source_files(paths, options):
+    files = source_files(paths, options)
+    for path in files:
         for _, rows, accepted, _ in _validated(Path(path), options, labels):
             if rows is not None:
                 columns.update(dict.fromkeys(accepted.columns))
                 break
-    return list(columns)
+    return SourceColumns(list(columns), not any(_is_json(Path(path), options) for path in files))
 
 
 def _unchanged(frame: Frame) -> Frame:
@@ -221,6 +232,11 @@ def _validated(
             yield summary, rows, accepted, pl.concat([raw.rejected, invalid])
     if not batches:
         yield summary, None, pl.DataFrame(), empty_quarantine()
+
+
+def _is_json(path: Path, options: InputOptions) -> bool:
+    """Whether a source is JSON lines or a JSON array, whose rows each have the keys they give."""
+    return container_for(path, options) in ("jsonl", "json")
 
 
 def _is_text(path: Path, options: InputOptions) -> bool:
