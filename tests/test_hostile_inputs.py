@@ -890,7 +890,8 @@ def test_conversations_of_a_fixed_number_of_messages_are_conversations(tmp_path)
 
 @pytest.mark.parametrize("fixture, needle", [
     ("decimal256-p10-in-struct.parquet", "column meta.price is a decimal within a struct, a list or a map that polars cannot read"),
-    ("time-zone-offset.parquet", "a column's times have the time zone '+05:30', which polars cannot read"),
+    ("time-zone-offset.parquet", "the times of column created have the time zone '+05:30', which polars cannot read"),
+    ("time-zone-offset-in-struct.parquet", "the times of column meta.created have the time zone '+05:30', which polars cannot read"),
     ("duplicate-columns.parquet", "two columns are named model_a: rename one"),
     ("list-view.parquet", "a column is of a type polars cannot read yet (a list view, say)"),
 ])
@@ -904,6 +905,29 @@ def test_parquet_types_polars_cannot_read_are_named_in_one_line(tmp_path, fixtur
     assert ingested.exit_code == 3, ingested.output
     one_line_error(ingested, needle)
     assert not (tmp_path / "s").exists()
+
+
+def test_the_column_of_a_time_zone_polars_cannot_read_is_found_in_the_footer(tmp_path):
+    """polars names the time zone it cannot read, not the column (the message said "a column's times"): the column
+    is found in the Arrow schema of the file's footer, at any depth (polars' own writer's too), else not named."""
+    from pathlib import Path
+
+    from arena_cli.io.footer import time_zones
+    from arena_cli.io.readers import corrupt_parquet
+
+    fixture = Path(__file__).parent / "fixtures" / "parquet" / "time-zone-offset-in-struct.parquet"
+    assert time_zones(fixture) == [("seen", "Asia/Kolkata"), ("meta.created", "+05:30")]
+    when = pl.datetime(2025, 3, 1)
+    path = tmp_path / "zones.parquet"
+    _votes(3).with_columns(at=when.dt.replace_time_zone("UTC"), meta=pl.struct(when.dt.replace_time_zone("Europe/Paris").alias("t")),
+                           times=pl.concat_list(when.dt.replace_time_zone("Asia/Tokyo")), naive=when).write_parquet(path)
+    assert time_zones(path) == [("at", "UTC"), ("meta.t", "Europe/Paris"), ("times", "Asia/Tokyo")]
+    error = pl.exceptions.ComputeError("unable to parse time zone: '+05:30'. Please check the Time Zone Database")
+    assert "column meta.created have" in str(corrupt_parquet(fixture, error))
+    assert str(corrupt_parquet(path, error)).startswith(f"{path}: a column's times have the time zone '+05:30'")  # (no such column: not named)
+    damaged = tmp_path / "damaged.parquet"
+    damaged.write_bytes(fixture.read_bytes()[:-200] + fixture.read_bytes()[-8:])
+    assert time_zones(damaged) == [] and "a column's times have" in str(corrupt_parquet(damaged, error))
 
 
 def test_a_column_of_an_extension_type_is_stored_as_its_storage_type(tmp_path):

@@ -1,15 +1,19 @@
 """What a parquet file's footer says that polars does not: where its row groups are (their rows, and the bytes
-of each column).
+of each column); and, where polars cannot read a column's type, which column it is.
 
 Why: polars reads a slice of a row group by decoding the whole of it, so a reader that batches a file must cut it
 at row-group boundaries (:func:`row_groups`). The footer is Thrift's compact protocol
 (https://github.com/apache/parquet-format/blob/master/src/main/thrift/parquet.thrift): ``FileMetaData`` field 4
 lists the ``RowGroup`` s, each with its ``num_rows`` (field 3) and ``ColumnChunk`` s (field 1), whose
-``ColumnMetaData`` (field 3) has its path (3) and uncompressed size (6).
+``ColumnMetaData`` (field 3) has its path (3) and uncompressed size (6). Field 5 is the key-value metadata, where a
+writer of Arrow data keeps the Arrow schema (:func:`time_zones`), whose types are richer than parquet's own: a time
+zone, which polars names when it cannot read it, but not the column.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,7 +60,81 @@ def _leaf(chunk: dict[int, Any]) -> tuple[str, int]:
 MAX_FOOTER_BYTES = 8 << 20
 
 
-def _decoded_footer(path: Path) -> dict[int, Any] | None:
+def time_zones(path: Path) -> list[tuple[str, str]]:
+    """Each column of times with a time zone, as the Arrow schema in the footer of the parquet file at ``path`` gives
+    it: (its dotted path, the zone); none when the footer has no Arrow schema, or it cannot be read."""
+    try:
+        metadata = _decoded_footer(path, {5: True})
+        schema = next((item.get(2, b"") for item in (metadata or {}).get(5, []) if item.get(1) == b"ARROW:schema"), None)
+        return [] if schema is None else _ArrowSchema(base64.b64decode(schema)).time_zones()
+    except (OSError, ValueError, IndexError, KeyError, TypeError, AttributeError, struct.error, binascii.Error, RecursionError):
+        return []
+
+
+class _ArrowSchema:
+    """An Arrow IPC ``Message`` holding a ``Schema`` (https://github.com/apache/arrow/blob/main/format/Schema.fbs), as
+    pyarrow and polars keep it in a parquet footer (``ARROW:schema``, base64): a flatbuffer, after a continuation
+    marker (0xFFFFFFFF; none before Arrow 0.15) and its length. A table starts with the offset back to its vtable,
+    whose entries, after its own size and the table's, are the offsets of the table's fields from its start (0: not
+    given); a string, a vector or a table field holds the offset to it from where it is held."""
+
+    #: The ``Type`` union's code of a timestamp, and of a struct (whose children are named in a path).
+    TIMESTAMP, STRUCT = 10, 13
+
+    def __init__(self, message: bytes):
+        start = 8 if message.startswith(b"\xff\xff\xff\xff") else 4
+        self.data = message[start : start + int.from_bytes(message[start - 4 : start], "little")]
+
+    def time_zones(self) -> list[tuple[str, str]]:
+        message = self._ref(0)
+        schema = self._table_at(message, 2)  # Message.header (a Schema: Message.header_type 1)
+        return [] if schema is None else [found for field in self._vector(schema, 1) for found in self._zones(field, self._string(field, 0) or "")]
+
+    def _zones(self, field: int, path: str) -> list[tuple[str, str]]:
+        """The zones of a ``Field`` (name 0, type_type 2, type 3, children 5) at ``path`` and of its children, at any
+        depth (a struct's named in the path, a list's items and a map's entries at the list's or the map's)."""
+        kind, typed = self._ubyte(field, 2), self._table_at(field, 3)
+        zone = self._string(typed, 1) if kind == self.TIMESTAMP and typed is not None else None  # Timestamp.timezone
+        found = [(path, zone)] if zone else []
+        for child in self._vector(field, 5):
+            found += self._zones(child, f"{path}.{self._string(child, 0) or ''}" if kind == self.STRUCT else path)
+        return found
+
+    def _slot(self, table: int, slot: int) -> int | None:
+        vtable = table - struct.unpack_from("<i", self.data, table)[0]
+        entry = 4 + 2 * slot
+        if entry + 2 > struct.unpack_from("<H", self.data, vtable)[0]:
+            return None
+        offset = struct.unpack_from("<H", self.data, vtable + entry)[0]
+        return table + offset if offset else None
+
+    def _ref(self, at: int) -> int:
+        return at + struct.unpack_from("<I", self.data, at)[0]
+
+    def _ubyte(self, table: int, slot: int) -> int:
+        at = self._slot(table, slot)
+        return 0 if at is None else self.data[at]
+
+    def _table_at(self, table: int, slot: int) -> int | None:
+        at = self._slot(table, slot)
+        return None if at is None else self._ref(at)
+
+    def _string(self, table: int, slot: int) -> str | None:
+        at = self._table_at(table, slot)
+        if at is None:
+            return None
+        length = struct.unpack_from("<I", self.data, at)[0]
+        return self.data[at + 4 : at + 4 + length].decode("utf-8", "replace")
+
+    def _vector(self, table: int, slot: int) -> list[int]:
+        """The tables of a vector field."""
+        at = self._table_at(table, slot)
+        if at is None:
+            return []
+        return [self._ref(at + 4 + 4 * i) for i in range(struct.unpack_from("<I", self.data, at)[0])]
+
+
+def _decoded_footer(path: Path, wanted: dict[int, Any] | None = None) -> dict[int, Any] | None:
     with open(path, "rb") as handle:
         size = handle.seek(0, 2)
         if size < 12:
@@ -71,7 +149,7 @@ def _decoded_footer(path: Path) -> dict[int, Any] | None:
         if length > MAX_FOOTER_BYTES:
             return None
         handle.seek(size - 8 - length)
-        return _Compact(handle.read(length)).read_struct(WANTED)
+        return _Compact(handle.read(length)).read_struct(WANTED if wanted is None else wanted)
 
 
 #: The parts of ``FileMetaData`` this module reads, by field id (a nested dict: the fields wanted of a struct, or of

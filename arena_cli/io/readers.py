@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 from arena_cli.errors import InputError
 from arena_cli.io.files import check_file, local_path, opened, parquet_content, quiet_stderr, scan_parquet, text_content
-from arena_cli.io.footer import RowGroup, row_groups
+from arena_cli.io.footer import RowGroup, row_groups, time_zones
 from arena_cli.io.json_bytes import DEEPEST, SCAN_BYTES, Brackets, nesting, positions
 from arena_cli.io.options import BATCH_BYTES
 from arena_cli.schema import QUARANTINE_SCHEMA, QuarantineReason
@@ -736,7 +736,9 @@ def corrupt_parquet(path: Path, error: BaseException) -> InputError:
         return _wide_decimal(path, wide[0], wide[1].precision or 0)
     zone = re.search(r"unable to parse time zone: '([^']*)'", first)
     if zone:
-        return InputError(f"{path}: a column's times have the time zone {zone[1]!r}, which polars cannot read (it reads UTC, named zones "
+        column = next((column for column, found in time_zones(local_path(path)) if found == zone[1]), None)
+        times = f"the times of column {column}" if column is not None else "a column's times"
+        return InputError(f"{path}: {times} have the time zone {zone[1]!r}, which polars cannot read (it reads UTC, named zones "
                           "such as Asia/Kolkata, and offsets of whole hours): write them in UTC or with a named zone")
     twice = re.search(r"column with name '(.*)' has more than one occurrence", first) if isinstance(error, pl.exceptions.DuplicateError) else None
     if twice:
