@@ -871,6 +871,35 @@ def test_counts_given_as_durations_are_rejected_not_a_crash(tmp_path, layout):
     assert fitted.exit_code == 6 and "wrong_type 60" in fitted.stderr, fitted.output
 
 
+@pytest.mark.parametrize("dtype", [pl.Time(), pl.Date(), pl.Datetime("us"), pl.Boolean(), pl.Categorical()])
+def test_a_fit_of_a_file_keeps_and_rejects_the_rows_ingest_does_whatever_the_type_of_a_count(tmp_path, dtype):
+    """A count column (tokens_a) of a type that is no number: ingest quarantines the rows that give one, and the style
+    fit of the file stopped instead ("column 'tokens_a' is Time, not numeric", exit 3), the rows left having it null;
+    dictionary-encoded number text, which ingest keeps as counts, stopped both fits. The fit of the file skips the
+    rows ingest quarantines, for the same reason, and gives the leaderboard a fit of the store gives."""
+    import datetime
+
+    given = [i % 3 == 0 for i in range(120)]
+    values = {pl.Time(): datetime.time(0, 1, 2), pl.Date(): datetime.date(2025, 3, 1), pl.Datetime("us"): datetime.datetime(2025, 3, 1),
+              pl.Boolean(): True, pl.Categorical(): "12"}
+    tokens = pl.Series("tokens_a", [values[dtype] if g else None for g in given], dtype=pl.String if dtype == pl.Categorical() else dtype)
+    turns = [[{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": "word " * (i % 9 + 1)}] for i in range(120)]
+    message = pl.Struct({"role": pl.String(), "content": pl.String()})
+    votes = _votes(120).with_columns(tokens.cast(dtype), pl.Series("tokens_b", [12 + i % 5 for i in range(120)]),
+                                     pl.Series("conversation_a", turns, dtype=pl.List(message)), pl.Series("conversation_b", turns[::-1], dtype=pl.List(message)))
+    path = tmp_path / "counts.parquet"
+    votes.write_parquet(path)
+    assert pl.read_parquet_schema(path)["tokens_a"] == dtype
+    ingested = arena("ingest", path, "--store", tmp_path / "s")
+    assert ingested.exit_code == 0, ingested.output
+    rejected = [] if dtype == pl.Categorical() else [(i + 1, "wrong_type", "tokens_a: not a valid count (a whole number from 0 to 2^53-1)") for i in range(120) if given[i]]
+    assert _quarantine(tmp_path / "s") == rejected
+    fitted = [arena("fit", *source, "--style", "length", "--ci", "none", "--min-battles", "1", "-f", "json") for source in ([path], ["--store", tmp_path / "s"])]
+    assert all(result.exit_code == 0 for result in fitted), fitted[0].output
+    assert json.loads(fitted[0].stdout)["tables"] == json.loads(fitted[1].stdout)["tables"]
+    assert ("40 row(s) skipped: wrong_type 40 (first: " in fitted[0].stderr) == bool(rejected), fitted[0].stderr
+
+
 def test_conversations_of_a_fixed_number_of_messages_are_conversations(tmp_path):
     """A fixed-size list of messages (Arrow's fixed_size_list) is a conversation as a list of them is: the same
     battles and the same features (they were all rejected as not a list of messages)."""

@@ -165,8 +165,10 @@ def test_user_covariates_battle_level_and_per_side():
 
 
 def test_per_side_counts_given_as_text_are_read_as_numbers():
-    """A JSON or CSV log keeps extra columns as text: counts in it fit like numbers; text that is not a number
-    is an input error, not a silently missing feature."""
+    """A JSON or CSV log keeps extra columns as text: counts in it fit like numbers; text that is not a number, or a
+    value of a type that is no number (a boolean), is an input error, not a silently missing feature. A column of
+    such a type that is all null (as validation leaves it, having rejected every row that gave a value) is no count,
+    as an absent one is: no error about its type (which stopped a fit of a file whose ingest kept its other rows)."""
     numbers = frame(ROUND_ROBIN, tokens_a=[10, 20, 30, 40, 50], tokens_b=[50, 40, 30, 20, 10])
     as_text = numbers.with_columns(pl.col("tokens_a", "tokens_b").cast(pl.String).str.pad_start(4))
     options = FitOptions(style="length", min_battles=1)
@@ -174,8 +176,10 @@ def test_per_side_counts_given_as_text_are_read_as_numbers():
     garbled = as_text.with_columns(pl.when(pl.int_range(pl.len()) == 2).then(pl.lit("many")).otherwise(pl.col("tokens_b")).alias("tokens_b"))
     with pytest.raises(InputError, match="negative or not numbers"):
         D.prepare(garbled, options)
-    with pytest.raises(InputError, match="not numeric"):
+    with pytest.raises(InputError, match="negative or not numbers"):
         D.prepare(numbers.with_columns(pl.col("tokens_a").cast(pl.Boolean)), options)
+    with pytest.raises(NoDataError, match="none of the 5 battle.s. has what the style features length are computed from"):
+        D.prepare(numbers.with_columns(pl.lit(None, pl.Time).alias("tokens_a")), options)
 
 
 def test_the_encoder_tells_whether_every_battle_has_its_counts():

@@ -197,7 +197,7 @@ def is_given(value: pl.Expr, dtype: PolarsDataType) -> pl.Expr:
     return as_text(value, dtype).str.strip_chars() != "" if is_text_like(dtype) else value.is_not_null()
 
 
-def _as_number(value: pl.Expr, dtype: PolarsDataType) -> pl.Expr:
+def as_number(value: pl.Expr, dtype: PolarsDataType) -> pl.Expr:
     """A typed number or number text as a Float64; null for anything else (text that is no number, a boolean, a
     nested value)."""
     if dtype.is_numeric():
@@ -213,13 +213,13 @@ def whole_number(value: pl.Expr, dtype: PolarsDataType, maximum: int) -> pl.Expr
     rounded, clipped or read as absent."""
     if dtype.is_integer():  # every value whole: only the range to check (no round trip through floats)
         return pl.when(value.is_between(0, maximum)).then(value.cast(pl.Int64, strict=False))
-    number = _as_number(value, dtype)
+    number = as_number(value, dtype)
     return pl.when((number == number.floor()) & number.is_between(0, maximum)).then(number).cast(pl.Int64, strict=False)
 
 
 def non_negative(value: pl.Expr, dtype: PolarsDataType) -> pl.Expr:
     """``value`` (text, or a typed number) as a Float64 when it is a finite number of at least 0, else null."""
-    number = _as_number(value, dtype)
+    number = as_number(value, dtype)
     return pl.when(number.is_finite() & (number >= 0)).then(number)
 
 

@@ -153,9 +153,13 @@ def _style_exprs(schema: pl.Schema, terms: tuple[str, ...], transform: StyleTran
     arena-hard-auto's (``transform``): the length (tokens) as (a - b) / (a + b), any other count as a density
     per token c / (tokens + 1) on each side, then (a - b) / (a + b + 1). A numeric battle-level column (a user's
     covariate, e.g. a sentiment difference) is used as it is. Counts given as text (a JSON or CSV log keeps its
-    extra columns as text) are read as numbers.
+    extra columns as text; a parquet log may keep them as dictionary-encoded text) are read as numbers, as
+    validation reads them; a count of a type that is no number (a time) is unusable, as text that is not one is
+    (validation rejects every row that gives one, leaving the column null: the battles are then without the count,
+    as in a store).
     """
     from arena_cli.features.registry import STYLE_GROUPS, side_columns
+    from arena_cli.io.fields import as_number, is_given
 
     values, unusable = [], []
     for term in terms:
@@ -168,11 +172,9 @@ def _style_exprs(schema: pl.Schema, terms: tuple[str, ...], transform: StyleTran
             for column in columns:
                 if schema[column].is_numeric():
                     parsed[column] = pl.col(column)
-                elif schema[column] == pl.String:
-                    parsed[column] = pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
-                    garbled.append(pl.col(column).is_not_null() & parsed[column].is_null())
                 else:
-                    raise InputError(f"style feature {term!r}: column {column!r} is {schema[column]}, not numeric")
+                    parsed[column] = as_number(pl.col(column), schema[column])
+                    garbled.append(is_given(pl.col(column), schema[column]) & parsed[column].is_null())
             sides = [
                 pl.sum_horizontal([parsed[p[side]] for p in pairs[: len(members)]], ignore_nulls=False).cast(pl.Float64) for side in (0, 1)
             ]
