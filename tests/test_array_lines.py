@@ -94,17 +94,14 @@ def test_a_block_of_one_record_a_line_is_split_without_a_scan_of_its_strings(mon
 def test_a_record_of_one_a_line_nested_too_deeply_is_made_its_line_for_the_streamed_read_to_find(levels):
     """In a block split at its line ends (not the file's last), a record is made a line however deep it nests; the
     streamed read then finds one too deep on the lines, as on JSON lines."""
-    import polars as pl
-
-    from arena_cli.io.streamed_jsonl import _marks, _too_deep
+    from arena_cli.io.streamed_jsonl import _too_deep
 
     records = [{"n": 1}, {"a": json.loads("[" * (levels - 1) + "]" * (levels - 1))}, {"n": 2}, {"n": 3}]
     data = _dumps(records, "lines")
     blocks = _split(data, len(data) - 12)
     assert _records(blocks) == records
     pieces = [block for block in blocks if block is not None]
-    marks = _marks(pl.Series(pieces, dtype=pl.Binary).cast(pl.String)).collect()
-    assert _too_deep(pieces, marks) == (levels > module.DEEPEST)
+    assert _too_deep(pieces) == (levels > module.DEEPEST)
 
 
 def test_a_record_longer_than_a_block_is_read_whole():

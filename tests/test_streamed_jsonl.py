@@ -12,6 +12,8 @@ import gzip
 import io
 import json
 import lzma
+import subprocess
+import sys
 
 import polars as pl
 import pytest
@@ -771,6 +773,31 @@ def test_numbers_read_as_text_from_an_array_are_those_of_the_batch_path(tmp_path
         fast = pl.read_ndjson(lines, schema={"tstamp": pl.String, "question_id": pl.String})
     assert fast.equals(batch)
 
+
+def test_a_block_of_brackets_is_checked_for_depth_in_the_memory_of_one_without(tmp_path):
+    """Texts full of brackets (code, math, a hostile file) are checked for lines nested too deeply on their bytes,
+    their opening brackets counted per line a slice at a time: the positions of every bracket of a block, listed at
+    once, took several bytes per byte of the text (a 32 MB block of them: 200 MB more at the peak). Each process
+    reads one 32 MB block by the streamed read: lines of 400 brackets in a string, or of 400 letters."""
+    line = '{"model_a": "a", "model_b": "b", "winner": "tie", "x": "%s"}\n'
+    code = (
+        "import resource, sys\n"
+        "from arena_cli.io import streamed_jsonl\n"
+        "from arena_cli.io.reading import read_sources\n"
+        "read, blocks = streamed_jsonl._read, []\n"
+        "streamed_jsonl._read = lambda *args: blocks.append(read(*args)) or blocks[-1]\n"
+        "assert read_sources([sys.argv[1]], columns=['model_a', 'model_b', 'outcome', 'weight']).battles.height == 70_000\n"
+        "assert blocks and all(block is not None for block in blocks)\n"  # (the streamed read, not the batch path)
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    peaks = {}
+    for name, letter in (("letters", "y"), ("brackets", "[")):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text((line % (letter * 400)) * 70_000)
+        done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        peaks[name] = int(done.stdout) << 10
+    assert peaks["brackets"] - peaks["letters"] < path.stat().st_size / 2, peaks
 
 def test_a_record_nested_deeper_than_python_decodes_is_quarantined_by_the_batch_path(tmp_path, monkeypatch):
     """Polars reads nesting that Python's json module, which decodes a JSON array's records, gives up on: the file

@@ -489,6 +489,8 @@ def _read_block(
 def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> pl.DataFrame | None:
     """The lines of a block (in pieces) read with the layout's schema; None when it may hold anything read otherwise
     than the batch path reads it (see the module's docstring)."""
+    if _too_deep(pieces):
+        return None
     try:
         text = pl.Series(pieces, dtype=pl.Binary).cast(pl.String)  # not UTF-8: polars could not read the block either
         def scan(schema: dict[str, pl.DataType]) -> pl.LazyFrame:
@@ -496,9 +498,7 @@ def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> pl.DataFra
             return pl.scan_ndjson(sources, schema=schema)
 
         # read and searched at once, on polars' threads
-        frame, searched, marks = pl.collect_all([scan(layout.again(False, False)), _searched(text, layout, first_batch), _marks(text)])
-        if _too_deep(pieces, marks):
-            return None
+        frame, searched = pl.collect_all([scan(layout.again(False, False)), _searched(text, layout, first_batch)])
         flagged, paired, given = searched.row(0)
         flags = _flags(text, layout, first_batch) if flagged else {}
         found, watched, counts = (flags.get(name, False) for name in ("found", "watched", "counts"))
@@ -520,24 +520,15 @@ def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> pl.DataFra
     return None if unusual or given != values else frame
 
 
-def _marks(text: pl.Series) -> pl.LazyFrame:
-    """Where the opening brackets and braces (in strings or not) and the line ends of each piece of a block are
-    (found as bytes are by ``memchr``: several times faster than a scan of every byte), for :func:`_too_deep`."""
-    search = pl.col("text")
-    return pl.LazyFrame({"text": text}).select(search.str.find_many(["{", "["]).alias("openings"), search.str.find_many(["\n"]).alias("ends"))
-
-
-def _too_deep(pieces: list[bytes], marks: pl.DataFrame) -> bool:
-    """Whether a line of a block (in ``pieces``, with their :func:`_marks`) nests deeper than
-    :data:`~arena_cli.io.json_bytes.DEEPEST`, which the batch path quarantines (polars reads it, up to 1,024
-    levels, even in a field not read). A line so deep has more opening brackets than that (in strings or not): only
-    a piece with such a line is scanned for its strings (:func:`~arena_cli.io.json_bytes.nesting`)."""
-    for piece, openings, ends in zip(pieces, marks["openings"], marks["ends"]):
-        bounds = np.append(ends.to_numpy(), len(piece))  # each line's end, and the text after the last
-        before = np.searchsorted(openings.to_numpy(), bounds)  # opening brackets before each end
-        if np.diff(before, prepend=0).max() > DEEPEST and nesting(piece, DEEPEST).max() > DEEPEST:
-            return True
-    return False
+def _too_deep(pieces: list[bytes]) -> bool:
+    """Whether a line of a block (in ``pieces``) nests deeper than :data:`~arena_cli.io.json_bytes.DEEPEST`, which
+    the batch path quarantines (polars reads it, up to 1,024 levels, even in a field not read): found before the
+    block is read. A line so deep has more opening brackets than that (in strings or not): each piece's are
+    counted per line, a slice at a time, and only a line with more is scanned for its strings
+    (:func:`~arena_cli.io.json_bytes.nesting`): the memory it takes is a slice's and a number per line, however
+    many brackets a block holds (their positions in a whole block took several times its size on a text of
+    brackets)."""
+    return any(nesting(piece, DEEPEST).max() > DEEPEST for piece in pieces)
 
 
 def _searched(text: pl.Series, layout: _Layout, first_batch: bool) -> pl.LazyFrame:
