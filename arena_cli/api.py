@@ -629,9 +629,10 @@ def repair_store(
 def export(
     output: str | os.PathLike[str], *, store: str | os.PathLike[str] | None = None, table: str = "battles",
     fmt: str | None = None, where: str | None = None,
-) -> int:
+) -> int | None:
     """Write the store's battles (or its quarantine) to one parquet, JSONL or CSV file, atomically; returns
-    the number of rows (``arena export``)."""
+    the number of rows, None when ``output`` is a device or pipe whose reader stopped reading before the end
+    (``arena export``)."""
     from arena_cli.io.export import export_table
 
     return export_table(Source(store=Path(store) if store is not None else None).store_path, table, Path(output), fmt, where)

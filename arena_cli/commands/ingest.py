@@ -93,19 +93,25 @@ def export_command(
     fmt = export_format.value if export_format else None
     if str(output) != "-":
         rows = api.export(output, store=store, table=table, fmt=fmt, where=where)
-        info(f"wrote {rows:,} rows to {output}")
-        return
-    if fmt is None:
+    elif fmt is None:
         raise OptionError("--format", "-o - (standard output) has no extension to tell the format: give --format parquet, jsonl or csv")
+    else:
+        rows = _export_to_stdout(store, table, fmt, where)
+    if rows is not None:  # (None: the reader stopped reading, which is no error: nothing is said, as of any output)
+        info(f"wrote {rows:,} rows to {'standard output' if str(output) == '-' else output}")
+
+
+def _export_to_stdout(store: Path | None, table: str, fmt: str, where: str | None) -> int | None:
+    """The export written whole to a temporary file, then copied to stdout (a failed one writes nothing): its rows,
+    or None when stdout's reader stopped reading (the rest is not copied)."""
     import tempfile
 
+    from arena_cli import api
     from arena_cli.console import write_stdout
 
-    with tempfile.TemporaryDirectory() as folder:  # (the export is written whole, then copied: a failed one writes nothing)
+    with tempfile.TemporaryDirectory() as folder:
         written = Path(folder) / f"export.{fmt}"
         rows = api.export(written, store=store, table=table, fmt=fmt, where=where)
         with open(written, "rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                if not write_stdout(chunk):  # a reader that stops reading is no error, and no rows were written
-                    return
-    info(f"wrote {rows:,} rows to standard output")
+            copied = all(write_stdout(chunk) for chunk in iter(lambda: handle.read(1 << 20), b""))
+    return rows if copied else None

@@ -74,8 +74,8 @@ def warn_all(warnings: tuple[str, ...] | list[str]) -> None:
         warn(message)
 
 
-def show(result: Renderable, output: Output) -> OutputFormat:
-    """Warnings on stderr, then the result's document on stdout or in the ``-o`` file."""
+def show(result: Renderable, output: Output) -> tuple[OutputFormat, bool]:
+    """Warnings on stderr, then the result's document on stdout or in the ``-o`` file (see :func:`emit`)."""
     from arena_cli.render import emit
 
     warn_all(result.warnings)

@@ -52,9 +52,10 @@ def report_command(
             features=features, on_progress=on_progress,
         )
     document = report.to_document()
-    written = emit(document, output_format, path)
+    written, whole = emit(document, output_format, path)
     left_out = written is OutputFormat.markdown and bool(document.figures) and image_file(path) is None
     warn_all((*report.warnings, *([f"{output} is not a regular file (a device or a pipe): the markdown report has no folder beside it "
                                    f"for its {len(document.figures)} plot images, so they are left out; write it to a file "
                                    "(-o report.md) to have them, or use html (-f html), which holds them inline"] if left_out else [])))
-    info(f"wrote {written.value} report to {output}")
+    if whole:  # (else the reader of a device or pipe stopped reading, which is no error: nothing is said)
+        info(f"wrote {written.value} report to {output}")

@@ -106,18 +106,19 @@ def put_bytes(target: Target, data: bytes) -> None:
         target.write(data)
 
 
-def write_output(path: Path, write: Callable[[Target], object]) -> None:
+def write_output(path: Path, write: Callable[[Target], object]) -> bool:
     """:func:`atomic_write` for a user's output file: whole or not at all, and a failure (a directory in the way,
     no permission, a full disk) is an :class:`InputError` naming the file instead of a traceback. A symbolic link
     is followed (its target is replaced, the link stays); a device or pipe is written in place, opened here once
     and given to ``write`` open (a writer that opened a named pipe again after its reader left would wait for a
-    reader for ever)."""
+    reader for ever). Whether the output was written whole: False when the reader of a device or pipe stopped
+    reading (the rest is discarded, and that is no error)."""
     path = Path(path)
     try:
         if written_in_place(path):
-            _write_in_place(path, write)
-        else:
-            atomic_write(path.resolve(), write)
+            return _write_in_place(path, write)
+        atomic_write(path.resolve(), write)
+        return True
     except Exception as error:
         reason = write_failure(error)
         if reason is None:
@@ -125,14 +126,16 @@ def write_output(path: Path, write: Callable[[Target], object]) -> None:
         raise InputError(f"cannot write {path}: {reason}") from None
 
 
-def _write_in_place(path: Path, write: Callable[[Target], object]) -> None:
-    """A reader that stops reading (``-o /dev/stdout | head -1``) is not an error, as on stdout."""
+def _write_in_place(path: Path, write: Callable[[Target], object]) -> bool:
+    """A reader that stops reading (``-o /dev/stdout | head -1``) is not an error, as on stdout: False then."""
     try:
         with open(path, "wb") as handle:
             write(handle)
     except Exception as error:
         if _error_number(error) != errno.EPIPE:
             raise
+        return False
+    return True
 
 
 def write_failure(error: BaseException) -> str | None:

@@ -15,8 +15,9 @@ from arena_cli.schema import empty_battles, empty_quarantine
 _EXTENSIONS = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
 
 
-def export_table(store: Path | None, table: str, output: Path, fmt: str | None = None, where: str | None = None) -> int:
-    """Write ``table`` of the store to ``output``; returns the number of rows written."""
+def export_table(store: Path | None, table: str, output: Path, fmt: str | None = None, where: str | None = None) -> int | None:
+    """Write ``table`` of the store to ``output``; returns the number of rows written, None when ``output`` is a
+    device or pipe whose reader stopped reading before the end (``-o /dev/stdout | head``)."""
     writable_file(output)
     fmt = fmt or _EXTENSIONS.get(Path(output).suffix.lower())
     if fmt is None:
@@ -32,16 +33,16 @@ def export_table(store: Path | None, table: str, output: Path, fmt: str | None =
 
         frame = filtered_by(frame, where)
     if fmt == "parquet":
-        write_output(Path(output), lambda tmp: frame.write_parquet(tmp, compression="zstd"))
-        return frame.height
+        whole = write_output(Path(output), lambda tmp: frame.write_parquet(tmp, compression="zstd"))
+        return frame.height if whole else None
     # Text formats: exact bytes (the quarantine's raw_bytes) as hex; CSV cells hold nested values as JSON.
     binary = [c for c, t in frame.schema.items() if t == pl.Binary]
     frame = frame.with_columns(pl.col(c).bin.encode("hex") for c in binary) if binary else frame
     if fmt == "jsonl":
-        write_output(Path(output), lambda tmp: frame.write_ndjson(tmp))
+        whole = write_output(Path(output), lambda tmp: frame.write_ndjson(tmp))
     else:
         nested = [c for c, t in frame.schema.items() if t.is_nested()]
         flat = frame.with_columns(json_text(pl.col(c)).alias(c) for c in nested) if nested else frame
-        write_output(Path(output), lambda tmp: flat.write_csv(tmp))
-    return frame.height
+        whole = write_output(Path(output), lambda tmp: flat.write_csv(tmp))
+    return frame.height if whole else None
 

@@ -52,23 +52,23 @@ def render_files(doc: Document, fmt: OutputFormat, output: Path) -> dict[Path, b
     return files
 
 
-def emit(doc: Document, fmt: OutputFormat | None = None, output: Path | None = None) -> OutputFormat:
-    """Write ``doc`` to ``output`` (format from its extension unless given) or to stdout (default: table)."""
+def emit(doc: Document, fmt: OutputFormat | None = None, output: Path | None = None) -> tuple[OutputFormat, bool]:
+    """Write ``doc`` to ``output`` (format from its extension unless given) or to stdout (default: table). The
+    format, and whether the document was written whole: False when the reader of stdout, or of a device or pipe,
+    stopped reading (the rest is discarded, and that is no error)."""
     if fmt is None:
         fmt = (format_from_path(output) if output else None) or (OutputFormat.json if output else OutputFormat.table)
     if output is None and fmt is OutputFormat.table:
         from arena_cli.render import text
 
-        text.print_rich(doc)
-        return fmt
+        return fmt, text.print_rich(doc)
     if output is None:
         from arena_cli.console import write_stdout
 
-        write_stdout(render(doc, fmt))
-        return fmt
+        return fmt, write_stdout(render(doc, fmt))
     from arena_cli.io.atomic import put_bytes, write_output
 
     files = render_files(doc, fmt, Path(output))
-    for path, data in reversed(files.items()):  # the document last: it appears only with every image it links
-        write_output(path, functools.partial(put_bytes, data=data))
-    return fmt
+    # the document last: it appears only with every image it links
+    whole = [write_output(path, functools.partial(put_bytes, data=data)) for path, data in reversed(files.items())]
+    return fmt, all(whole)

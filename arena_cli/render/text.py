@@ -336,14 +336,15 @@ def _plain_stdout() -> bool:
             and os.name != "nt")
 
 
-def print_rich(doc: Document, console: Any = None) -> None:
-    """The table view on ``console`` (default: stdout; data goes to stdout, logs to stderr), fitted to its width."""
+def print_rich(doc: Document, console: Any = None) -> bool:
+    """The table view on ``console`` (default: stdout; data goes to stdout, logs to stderr), fitted to its width;
+    False when its reader stopped reading (the rest is discarded: :func:`arena_cli.console.stdout_console`)."""
     if console is None:
         from arena_cli.console import stdout_console, write_stdout
 
         direct = _direct_document(doc, _columns_variable()) if _plain_stdout() else None
         if direct is not None:
-            write_stdout(direct.encode())
-            return
+            return write_stdout(direct.encode())
         console = stdout_console()
     print_tables(doc, console, display_width(console))
+    return not console.quiet
