@@ -68,18 +68,42 @@ def test_update_is_incremental(store, tmp_path):
     assert all(store.rows(t) == 25 for t in update.tables)
 
 
-def test_two_runs_at_once_cache_each_battle_once(store, monkeypatch):
+def test_two_runs_at_once_cache_each_battle_once(store):
     """A run that found battles missing, while another run cached them before it took the lock, stores none of
     them again (both stored every battle: the cache held each one twice, and an export of it listed them twice)."""
-    from arena_cli.features import cache
-
-    stale = pending_battles(store, "default")
-    first = update_store_features(store, "default")
-    monkeypatch.setattr(cache, "pending_battles", lambda *args, **kwargs: stale)  # what the other run found, before the first published
-    second = update_store_features(store, "default")
+    stale = Store.open(store.root)  # the other run's view: opened before the first run published
+    first = update_store_features(Store.open(store.root), "default")
+    second = update_store_features(stale, "default")
     assert second.computed == 22  # (it computed them, but stored none)
-    assert all(store.rows(t) == 22 for t in first.tables)
-    assert read_store_features(store, "default").height == 22
+    assert all(Store.open(store.root).rows(t) == 22 for t in first.tables)
+    assert read_store_features(Store.open(store.root), "default").height == 22
+
+
+def test_a_run_reads_each_part_of_the_cache_once(store, monkeypatch):
+    """Each part of battles is checked against the cache as the run found it and the parts written since, never
+    the whole cache again (a join with it per part made a run quadratic in the store's size)."""
+    for number in range(3):
+        more = store.root.parent / f"more-{number}.jsonl"
+        write_votes(more, [vote(i, f"**{number}**", "x") for i in range(100 + 10 * number, 110 + 10 * number)])
+        ingest_to_store(store, [more])
+    store = Store.open(store.root)
+    reads: list[str] = []
+    read_part = Store.read_part
+
+    def counted(self, table, relative, columns):
+        reads.append(relative)
+        return read_part(self, table, relative, columns)
+
+    monkeypatch.setattr(Store, "read_part", counted)
+    update = update_store_features(store, "default")
+    assert update.computed == 52 and not reads  # (nothing was cached)
+    more = store.root.parent / "later.jsonl"
+    write_votes(more, [vote(i, "*later*", "x") for i in range(200, 205)])
+    ingest_to_store(store, [more])
+    again = update_store_features(Store.open(store.root), "default")
+    assert (again.computed, again.cached_before) == (5, 52)
+    cache_parts = [p for p in reads if p.startswith("features/")]
+    assert len(cache_parts) == len(set(cache_parts)) == 3 * 4  # each family's four parts, once
 
 
 def test_cached_features_equal_computed_ones(store):

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from arena_cli.errors import NoDataError
@@ -39,6 +40,7 @@ from arena_cli.features.compute import SOURCE_METADATA, SOURCE_TEXT, compute_fea
 from arena_cli.features.registry import Family, check_families, check_recipe, feature_columns
 from arena_cli.features.tokenizer import canonical_encoding, check_encoding
 from arena_cli.io.options import DEFAULT_ENCODING, DEFAULT_RECIPE, RECIPES
+from arena_cli.io.index import SortedRuns
 from arena_cli.io.store import Store
 from arena_cli.schema import META_COLUMNS
 
@@ -129,14 +131,6 @@ def _cached(store: Store, family: Family, recipe: str, encoding: str, keys: list
     return pl.concat(scans, how="diagonal_relaxed").unique(keys, keep="first", maintain_order=True)
 
 
-def _uncached(store: Store, family: Family, recipe: str, encoding: str, computed: pl.DataFrame) -> pl.DataFrame:
-    """The rows of ``computed`` whose battles the family has no features for yet, as the store stands under the
-    write lock: another run may have cached them since they were found missing (two runs at once would otherwise
-    both store them, and the cache would hold a battle twice)."""
-    cached = _cached(store, family, recipe, encoding, KEYS)
-    return computed if cached is None else computed.join(cached.select(KEYS).collect(), on=KEYS, how="anti", nulls_equal=True)
-
-
 def _flag_missing(battles: pl.LazyFrame, cached: dict[str, pl.LazyFrame | None], keys: list[str]) -> pl.LazyFrame:
     """``battles`` (unique keys) with a boolean column per family of ``cached``: whether the battle has none."""
     for name, rows in cached.items():
@@ -169,17 +163,91 @@ def _compute_missing(
     return {name: pl.concat(frames) for name, frames in computed.items() if frames}, source
 
 
+#: A battle's bit in :class:`_CacheView` once a part of the run has met its key (the bits below are the families').
+_MET = 1 << 63
+
+
+class _CacheView:
+    """Which stored families the store caches features of for each battle key, and which keys a run has met: the
+    cache tables' parts are read once, and then only the parts that appear later (another run's, found under the
+    write lock), so that a run's lookups cost O(log n) per battle. (Each part of battles joined with every
+    pending battle, and each part's features checked against the whole cache, made a run quadratic in the store:
+    a 10M-battle store took minutes per million.)
+
+    Keys are held as 128-bit fingerprints (two hashes of ``battle_id`` and ``content_hash``) with a bit per family,
+    24 bytes a battle (:class:`~arena_cli.io.index.SortedRuns`): two keys share one with odds of about n²/2^128."""
+
+    def __init__(self, families: Sequence[Family], recipe: str, encoding: str):
+        self.families = tuple(families)
+        self.recipe, self.encoding = recipe, encoding
+        self.bits = {family.name: 1 << number for number, family in enumerate(families)}
+        self.keys = SortedRuns("sum")
+        self.taken: set[tuple[str, str]] = set()  # (family, part path) of the cache parts read
+
+    def take_in(self, store: Store) -> bool:
+        """Read the cache parts of the store's manifest that the view has not read yet; whether there were any."""
+        read = False
+        for family in self.families:
+            for table in _sources(store, family, self.recipe, self.encoding):
+                for entry in store.manifest["tables"].get(table, []):
+                    if (family.name, entry["path"]) not in self.taken:
+                        first, second = _key_words(store.read_part(table, entry["path"], KEYS).unique(KEYS))
+                        bit = np.uint64(self.bits[family.name])
+                        new = self.keys.get(first, second)[1] & bit == 0  # (a legacy table and its successor may share keys)
+                        self.keys.add(first[new], second[new], np.full(int(new.sum()), bit))
+                        self.taken.add((family.name, entry["path"]))
+                        read = True
+        return read
+
+    def staged(self, store: Store, staged: Sequence[tuple[str, Path, Any]], family: Family) -> None:
+        """Note the parts a transaction staged for ``family`` as read: the run's own, which it need not check."""
+        tables = set(_sources(store, family, self.recipe, self.encoding)) | {family.key(self.recipe, self.encoding)}
+        self.taken.update((family.name, path.relative_to(store.root).as_posix()) for table, path, _ in staged if table in tables)
+
+
+def _key_words(keys: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    words = keys.select(_key_hash(0).alias("first"), _key_hash(1).alias("second"))
+    return words["first"].to_numpy(), words["second"].to_numpy()
+
+
+def _plan(store: Store, families: Sequence[Family], recipe: str, encoding: str) -> tuple[_CacheView, list[np.ndarray]]:
+    """The run's view of the cache, and per part of battles (in the order of ``store.scan_parts``) the families each
+    of its rows must be computed for, as bits (0: none): a battle's first row in the store, for each family whose
+    features the cache lacks. Reads the key columns only, a part at a time."""
+    view = _CacheView(families, recipe, encoding)
+    view.take_in(store)
+    every, met = np.uint64(sum(view.bits.values())), np.uint64(_MET)
+    plan = []
+    for part in store.scan_parts("battles", KEYS):
+        keys = part.collect()
+        first, second = _key_words(keys)
+        bits = view.keys.get(first, second)[1]
+        new = keys.select(pl.struct(KEYS).is_first_distinct()).to_series().to_numpy() & (bits & met == 0)
+        plan.append(np.where(new, ~bits & every, np.uint64(0)))
+        view.keys.add(first[new], second[new], np.full(int(new.sum()), met))
+    return view, plan
+
+
 def pending_battles(store: Store, recipe: str = DEFAULT_RECIPE, encoding: str = DEFAULT_ENCODING) -> pl.DataFrame:
     """Keys of the store's battles that miss the cached features of some family for (recipe, encoding), with a
     boolean column per stored family: whether the battle misses it."""
-    battles = store.scan("battles", KEYS)
-    if battles is None:
-        raise NoDataError(f"store {store.root} has no battles yet")
     encoding = canonical_encoding(encoding)
+    if store.scan("battles", KEYS) is None:
+        raise NoDataError(f"store {store.root} has no battles yet")
     families = _stored()
-    cached = {f.name: _cached(store, f, recipe, encoding, KEYS) for f in families}
-    flagged = _flag_missing(battles.unique(KEYS), cached, KEYS)
-    return flagged.filter(pl.any_horizontal(f.name for f in families)).collect()
+    view, plan = _plan(store, families, recipe, encoding)
+    parts = store.scan_parts("battles", KEYS)
+    frames = [_flagged(part.collect(), missing, view) for part, missing in zip(parts, plan) if missing.any()]
+    schema = {**{key: pl.String for key in KEYS}, **{family.name: pl.Boolean for family in families}}
+    return pl.concat(frames) if frames else pl.DataFrame(schema=schema)
+
+
+def _flagged(rows: pl.DataFrame, missing: np.ndarray, view: _CacheView) -> pl.DataFrame:
+    """The rows of a part that ``missing`` gives bits, with a boolean column per family: whether it is missing."""
+    taken = missing != 0
+    return rows.filter(pl.Series(taken)).with_columns(
+        pl.Series(name, missing[taken] & np.uint64(bit) != 0) for name, bit in view.bits.items()
+    )
 
 
 def update_store_features(
@@ -201,38 +269,40 @@ def update_store_features(
     check_encoding(encoding)
     store = _open(store)
     encoding = canonical_encoding(encoding)
+    if store.scan("battles", KEYS) is None:
+        raise NoDataError(f"store {store.root} has no battles yet")
     families = _stored()
     names = [f.name for f in families]
     start = time.perf_counter()
     total = store.rows("battles")
-    pending = pending_battles(store, recipe, encoding)
+    view, plan = _plan(store, families, recipe, encoding)
+    parts = store.scan_parts("battles", [*KEYS, *INPUT_COLUMNS])  # (as the plan read them: the store's manifest is refreshed by a write)
+    pending = sum(int(np.count_nonzero(missing)) for missing in plan)
     if on_start:
-        on_start(pending.height)
+        on_start(pending)
     text = metadata = without = 0
     done: set[str] = set()
-    if pending.height:
-        for part in store.scan_parts("battles", [*KEYS, *INPUT_COLUMNS]):
-            battles = (
-                part.join(pending.lazy(), on=KEYS, how="inner")
-                .unique(KEYS, keep="first", maintain_order=True)
-                .collect()
-            )
-            if battles.height == 0:
-                continue
-            computed, source = _compute_missing(battles, families, KEYS, recipe, encoding, workers, on_batch)
-            counts = int((source == SOURCE_TEXT).sum()), int((source == SOURCE_METADATA).sum()), int(source.is_null().sum())
-            text, metadata, without = text + counts[0], metadata + counts[1], without + counts[2]
-            done.update(computed)
-            with store.write(wait=lock_wait) as tx:
-                for family in families:
-                    if family.name in computed:
-                        fresh = _uncached(store, family, recipe, encoding, computed[family.name])
-                        if fresh.height:
-                            tx.add(family.key(recipe, encoding), fresh)
-                tx.log({"action": "features", "tables": [f.key(recipe, encoding) for f in families if f.name in computed],
-                        "battles": source.len(), "from_text": counts[0], "from_metadata": counts[1], "without": counts[2]})
+    for part, missing in zip(parts, plan):
+        if not missing.any():
+            continue
+        battles = _flagged(part.collect(), missing, view)
+        computed, source = _compute_missing(battles, families, KEYS, recipe, encoding, workers, on_batch)
+        counts = int((source == SOURCE_TEXT).sum()), int((source == SOURCE_METADATA).sum()), int(source.is_null().sum())
+        text, metadata, without = text + counts[0], metadata + counts[1], without + counts[2]
+        done.update(computed)
+        with store.write(wait=lock_wait) as tx:
+            foreign = view.take_in(store)  # another run's parts: it may have cached some of them since the plan was made
+            for family in families:
+                if family.name in computed:
+                    rows = computed[family.name]
+                    if foreign:
+                        rows = rows.filter(pl.Series(view.keys.get(*_key_words(rows.select(KEYS)))[1] & np.uint64(view.bits[family.name]) == 0))
+                    tx.add(family.key(recipe, encoding), rows)
+                    view.staged(store, tx.staged, family)
+            tx.log({"action": "features", "tables": [f.key(recipe, encoding) for f in families if f.name in computed],
+                    "battles": source.len(), "from_text": counts[0], "from_metadata": counts[1], "without": counts[2]})
     return FeatureUpdate(
-        tuple(f.key(recipe, encoding) for f in families), recipe, encoding, total, total - pending.height,
+        tuple(f.key(recipe, encoding) for f in families), recipe, encoding, total, total - pending,
         text + metadata + without, text, metadata, without, tuple(n for n in names if n in done), time.perf_counter() - start,
     )
 
