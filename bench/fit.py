@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from measure import ARENA, byte_compile, machine, run, timed_in_turn
+from measure import ARENA, Run, byte_compile, machine, run, timed_in_turn
 from objective import FLAT_GROUPS, OUTCOMES, fit_scores, style_matrix
 from shapes import BASELINES_PYTHON, DEFAULT_SHAPES, SHAPES, Shape, ensure, flat, parse_names, reference_path
 
@@ -97,27 +97,29 @@ def counts_of(shape: Shape) -> str:
     return shape.counts or "texts"
 
 
-def stores_for(path: Path, workdir: Path, with_features: bool) -> tuple[Path, Path | None]:
+def stores_for(path: Path, workdir: Path, with_features: bool) -> tuple[tuple[Path, Path | None], dict[str, Run]]:
     """A store the file was ingested into and, with ``with_features``, a copy of it with `arena features` run
-    (lmarena recipe); both cached, each made under a temporary name and renamed when whole."""
+    (lmarena recipe); both cached, each made under a temporary name and renamed when whole. With them, the runs
+    of `arena ingest` and `arena features` that made them this time (a store made before is not timed)."""
+    made: dict[str, Run] = {}
     store = workdir / f"store-{path.stem}"
     if not (store / "manifest.json").exists():
         log(f"ingesting {path.name} ...")
         partial = store.with_name(store.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
-        run([*ARENA, "ingest", str(path), "--store", str(partial)])
+        made["arena ingest"] = run([*ARENA, "ingest", str(path), "--store", str(partial)])
         partial.rename(store)
     if not with_features:
-        return store, None
+        return (store, None), made
     featured = workdir / f"store-features-{path.stem}"
     if not (featured / "manifest.json").exists():
         log(f"computing the features of {store.name} ...")
         partial = featured.with_name(featured.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         shutil.copytree(store, partial)
-        run([*ARENA, "features", "--store", str(partial), "--recipe", "lmarena"])
+        made["arena features"] = run([*ARENA, "features", "--store", str(partial), "--recipe", "lmarena"])
         partial.rename(featured)
-    return store, featured
+    return (store, featured), made
 
 
 def commands(shape: Shape, path: Path, style: str, sources: list[str], stores: tuple[Path | None, Path | None],
@@ -155,7 +157,12 @@ def bench_fits(args, workdir: Path, shapes: list[str], sizes: list[int], baselin
             needs_features = "store+features" in args.sources and "both" in args.styles
             stores: tuple[Path | None, Path | None] = (None, None)
             if {"store", "store+features"} & set(args.sources):
-                stores = stores_for(path, workdir, needs_features)
+                stores, made = stores_for(path, workdir, needs_features)
+                for tool, done in made.items():  # once, when the store is made: no repeats, no reference
+                    row = {"votes": n, "models": args.models, "shape": name, "style": "", "source": "store", "tool": tool,
+                           "seconds": done.seconds, "rss_mb": round(done.rss_mb), "max_score_diff": None, "load_average": machine()["load_average"]}
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
             for style in args.styles:
                 reference = reference_scores(reference_path(name, n, args.models, workdir), style) if n <= args.check_limit else None
                 chosen = commands(shape, path, style, args.sources, stores, baselines, outdir)
