@@ -900,6 +900,23 @@ def test_a_fit_of_a_file_keeps_and_rejects_the_rows_ingest_does_whatever_the_typ
     assert ("40 row(s) skipped: wrong_type 40 (first: " in fitted[0].stderr) == bool(rejected), fitted[0].stderr
 
 
+def test_counts_given_as_bytes_are_the_numbers_they_spell(tmp_path):
+    """A style count stored as bytes (b"12", as some writers store text) is validated as the number its text spells,
+    and is that number in a fit of the file and of the store: it was kept as hex text ("3132"), which both fits read
+    as 3,132 tokens."""
+    tokens = [10 + i % 7 for i in range(90)]
+    votes = _votes(90).with_columns(pl.Series("tokens_a", tokens), pl.Series("tokens_b", [14 - i % 5 for i in range(90)]))
+    numbers, spelt = tmp_path / "numbers.parquet", tmp_path / "bytes.parquet"
+    votes.write_parquet(numbers)
+    votes.with_columns(pl.col("tokens_a").cast(pl.String).cast(pl.Binary)).write_parquet(spelt)
+    assert pl.read_parquet_schema(spelt)["tokens_a"] == pl.Binary
+    assert arena("ingest", spelt, "--store", tmp_path / "s").exit_code == 0
+    expected = _leaderboard(numbers, "--style", "length")
+    assert _leaderboard(spelt, "--style", "length") == expected
+    fitted = arena("fit", "--store", tmp_path / "s", "--style", "length", "--ci", "none", "--min-battles", "1", "-f", "json")
+    assert json.loads(fitted.stdout)["tables"] == json.loads(arena("fit", numbers, "--style", "length", "--ci", "none", "--min-battles", "1", "-f", "json").stdout)["tables"]
+
+
 def test_conversations_of_a_fixed_number_of_messages_are_conversations(tmp_path):
     """A fixed-size list of messages (Arrow's fixed_size_list) is a conversation as a list of them is: the same
     battles and the same features (they were all rejected as not a list of messages)."""

@@ -13,6 +13,7 @@ from arena_cli.features.registry import FEATURES, side_columns
 from arena_cli.io.dialects import Plan, kaggle_conversation, kaggle_outcome
 from arena_cli.io.fields import (
     MAX_COUNT,
+    as_text,
     by_distinct,
     control_names,
     decode_json,
@@ -154,13 +155,13 @@ def extra_exprs(schema: pl.Schema, plan: Plan) -> dict[str, pl.Expr]:
 def _extra_value(name: str, dtype: pl.DataType) -> pl.Expr:
     """An extra column as the store keeps it. Nested extras are exact JSON text: their inferred types vary from
     batch to batch (and a batch read line by line gives text), and store parts must agree on each column's type.
-    Bytes are hex text and durations ISO 8601 text (``PT1.5S``), which every export format can write; a date or
+    Bytes are hex text (a style feature's, the number it spells) and durations ISO 8601 text (``PT1.5S``), which every export format can write; a date or
     time is kept as it is (one outside the years 1 to 9999 rejects its row: :func:`time_checks`)."""
     value = pl.col(name)
     if dtype.is_nested():
         return json_text(without_bytes(value, dtype))
-    if dtype == pl.Binary:
-        return value.bin.encode("hex")
+    if dtype == pl.Binary:  # (a style feature's bytes were validated as the number their text spells: that text)
+        return as_text(value, dtype) if name in FEATURE_COUNT_COLUMNS | FEATURE_DENSITY_COLUMNS else value.bin.encode("hex")
     if isinstance(dtype, pl.Duration):
         return value.dt.to_string()
     return value
