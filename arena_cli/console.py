@@ -43,9 +43,11 @@ def write_stdout(data: bytes) -> bool:
     output is discarded, silently, and the command carries on to its own exit code. False when stdout is
     closed: the data did not all reach it (what follows would go nowhere)."""
     try:
-        sys.stdout.buffer.write(data)
+        written = sys.stdout.buffer.write(data)
         sys.stdout.flush()
     except BrokenPipeError:
+        written = None
+    if written is None or written < len(data):  # (a reader that stops within a write only shortens it)
         _discard(sys.stdout)
         return False
     return True

@@ -82,3 +82,15 @@ def test_output_a_closed_stdout_did_not_take_is_not_said_to_be_written(finished,
     expected, code, stderr = finished[name]
     assert code == expected
     assert "wrote" not in stderr, stderr
+
+
+def test_a_reader_that_stops_within_a_write_did_not_take_it():
+    """A reader that closes the pipe partway through one large write does not raise there: the write comes back
+    short. That output did not all go out either (export said it wrote every row of a file under 1 MB)."""
+    code = "import sys; from arena_cli.console import write_stdout; print(write_stdout(b'x' * 4_000_000), file=sys.stderr)"
+    writer = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert writer.stdout is not None and writer.stderr is not None
+    assert writer.stdout.read(10) == b"x" * 10
+    writer.stdout.close()
+    assert writer.stderr.read().decode().split() == ["False"]
+    assert writer.wait(timeout=60) == 0

@@ -489,9 +489,9 @@ def _read_block(
 def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> pl.DataFrame | None:
     """The lines of a block (in pieces) read with the layout's schema; None when it may hold anything read otherwise
     than the batch path reads it (see the module's docstring)."""
-    if _too_deep(pieces):
-        return None
     try:
+        if _too_deep(pieces):
+            return None
         text = pl.Series(pieces, dtype=pl.Binary).cast(pl.String)  # not UTF-8: polars could not read the block either
         def scan(schema: dict[str, pl.DataType]) -> pl.LazyFrame:
             sources: list[IO[bytes]] = [io.BytesIO(piece) for piece in pieces]
