@@ -11,7 +11,7 @@ import pytest
 from arena_cli.errors import NoDataError
 from arena_cli.features import attach_features, compute_features, feature_sources, read_store_features, update_store_features
 from arena_cli.features import families, registry
-from arena_cli.features.cache import FEATURE_COLUMNS, pending_battles
+from arena_cli.features.cache import FEATURE_COLUMNS
 from arena_cli.features.registry import Family, Feature, feature_columns
 from arena_cli.io.ingest import ingest_to_store
 from arena_cli.io.store import Store
@@ -62,7 +62,6 @@ def test_update_is_incremental(store, tmp_path):
     more = tmp_path / "more.jsonl"
     write_votes(more, [vote(i, "**new**", "x") for i in range(22, 25)])
     ingest_to_store(store, [more])
-    assert pending_battles(store, "default").height == 3
     update = update_store_features(store, "default")
     assert (update.computed, update.cached_before) == (3, 22)
     assert all(store.rows(t) == 25 for t in update.tables)
@@ -103,7 +102,28 @@ def test_a_run_reads_each_part_of_the_cache_once(store, monkeypatch):
     again = update_store_features(Store.open(store.root), "default")
     assert (again.computed, again.cached_before) == (5, 52)
     cache_parts = [p for p in reads if p.startswith("features/")]
-    assert len(cache_parts) == len(set(cache_parts)) == 3 * 4  # each family's four parts, once
+    assert len(cache_parts) == len(set(cache_parts)) == 3  # each family's part (one write of 52 battles), once
+
+
+def test_a_run_publishes_every_million_battles_or_so(store, monkeypatch):
+    """A run publishes what it computed when it has enough battles (or after enough seconds), not once per part of
+    battles: each write checks every part of the store, so a write per part was quadratic in the parts. What it
+    published stays when it is interrupted."""
+    from arena_cli.features import cache
+
+    for number in range(4):
+        more = store.root.parent / f"part-{number}.jsonl"
+        write_votes(more, [vote(i, f"**{number}**", "x") for i in range(100 + 10 * number, 110 + 10 * number)])
+        ingest_to_store(store, [more])
+    store = Store.open(store.root)
+    monkeypatch.setattr(cache, "WRITE_BATTLES", 25)
+    update = update_store_features(store, "default")
+    assert (update.battles, update.computed, update.cached_before) == (62, 62, 0)
+    assert [len(Store.open(store.root).parts(t)) for t in update.tables] == [2, 2, 2]  # 22 + 10, then 10 + 10 + 10
+    with store.write() as tx:  # a battle the store holds twice (a store written by other means)
+        tx.add("battles", store.read("battles").head(1))
+    again = update_store_features(Store.open(store.root), "default")
+    assert (again.battles, again.computed, again.cached_before) == (63, 0, 63)  # (both rows of the battle are cached)
 
 
 def test_cached_features_equal_computed_ones(store):
@@ -189,7 +209,6 @@ def test_a_store_in_the_one_table_layout_is_read_not_recomputed(store, monkeypat
     count_tokens = families.count_tokens
     monkeypatch.setattr(families, "count_tokens", lambda texts, *args: calls.append(len(texts)) or count_tokens(texts, *args))
 
-    assert pending_battles(store, "default").height == 0
     assert update_store_features(store, "default").computed == 0
     attached = attach_features(store.read("battles", ["battle_id", "content_hash", "model_a"]), store=store)
     assert set(attached.filter(pl.col("feature_source") == "text")["tokens_a"]) == {-7}

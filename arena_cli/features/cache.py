@@ -210,44 +210,39 @@ def _key_words(keys: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return words["first"].to_numpy(), words["second"].to_numpy()
 
 
-def _plan(store: Store, families: Sequence[Family], recipe: str, encoding: str) -> tuple[_CacheView, list[np.ndarray]]:
-    """The run's view of the cache, and per part of battles (in the order of ``store.scan_parts``) the families each
-    of its rows must be computed for, as bits (0: none): a battle's first row in the store, for each family whose
-    features the cache lacks. Reads the key columns only, a part at a time."""
+def _plan(store: Store, families: Sequence[Family], recipe: str, encoding: str) -> tuple[_CacheView, list[np.ndarray], int]:
+    """The run's view of the cache; per part of battles (in the order of ``store.scan_parts``) the families each of
+    its rows must be computed for, as bits (0: none): a battle's first row in the store, for each family whose
+    features the cache lacks; and how many of the store's battles (rows) had every family's features cached. Reads
+    the key columns only, a part at a time."""
     view = _CacheView(families, recipe, encoding)
     view.take_in(store)
     every, met = np.uint64(sum(view.bits.values())), np.uint64(_MET)
-    plan = []
+    plan, cached = [], 0
     for part in store.scan_parts("battles", KEYS):
         keys = part.collect()
         first, second = _key_words(keys)
         bits = view.keys.get(first, second)[1]
         new = keys.select(pl.struct(KEYS).is_first_distinct()).to_series().to_numpy() & (bits & met == 0)
-        plan.append(np.where(new, ~bits & every, np.uint64(0)))
-        view.keys.add(first[new], second[new], np.full(int(new.sum()), met))
-    return view, plan
-
-
-def pending_battles(store: Store, recipe: str = DEFAULT_RECIPE, encoding: str = DEFAULT_ENCODING) -> pl.DataFrame:
-    """Keys of the store's battles that miss the cached features of some family for (recipe, encoding), with a
-    boolean column per stored family: whether the battle misses it."""
-    encoding = canonical_encoding(encoding)
-    if store.scan("battles", KEYS) is None:
-        raise NoDataError(f"store {store.root} has no battles yet")
-    families = _stored()
-    view, plan = _plan(store, families, recipe, encoding)
-    parts = store.scan_parts("battles", KEYS)
-    frames = [_flagged(part.collect(), missing, view) for part, missing in zip(parts, plan) if missing.any()]
-    schema = {**{key: pl.String for key in KEYS}, **{family.name: pl.Boolean for family in families}}
-    return pl.concat(frames) if frames else pl.DataFrame(schema=schema)
+        missing = np.where(new, ~bits & every, np.uint64(0))
+        plan.append(missing.astype(np.min_scalar_type(int(every))))
+        cached += int(np.count_nonzero(bits & every == every))
+        computed = missing != 0  # (a battle whose features are all cached is cached wherever it is met again)
+        view.keys.add(first[computed], second[computed], np.full(int(computed.sum()), met))
+    return view, plan, cached
 
 
 def _flagged(rows: pl.DataFrame, missing: np.ndarray, view: _CacheView) -> pl.DataFrame:
     """The rows of a part that ``missing`` gives bits, with a boolean column per family: whether it is missing."""
     taken = missing != 0
-    return rows.filter(pl.Series(taken)).with_columns(
-        pl.Series(name, missing[taken] & np.uint64(bit) != 0) for name, bit in view.bits.items()
-    )
+    return rows.filter(pl.Series(taken)).with_columns(pl.Series(name, missing[taken] & bit != 0) for name, bit in view.bits.items())
+
+
+#: A run publishes the features it computed once it has this many battles' (or has computed for this many seconds):
+#: every write checks each part of the store under the lock, so that a write per part of battles made a run over
+#: many parts quadratic (80 parts of one battle each took 8 s), while an interrupted run keeps what it published.
+WRITE_BATTLES = 1_000_000
+WRITE_SECONDS = 30.0
 
 
 def update_store_features(
@@ -275,35 +270,52 @@ def update_store_features(
     names = [f.name for f in families]
     start = time.perf_counter()
     total = store.rows("battles")
-    view, plan = _plan(store, families, recipe, encoding)
+    view, plan, cached = _plan(store, families, recipe, encoding)
     parts = store.scan_parts("battles", [*KEYS, *INPUT_COLUMNS])  # (as the plan read them: the store's manifest is refreshed by a write)
     pending = sum(int(np.count_nonzero(missing)) for missing in plan)
     if on_start:
         on_start(pending)
-    text = metadata = without = 0
+    totals = [0, 0, 0]  # computed from texts, from metadata, without either
     done: set[str] = set()
-    for part, missing in zip(parts, plan):
-        if not missing.any():
-            continue
-        battles = _flagged(part.collect(), missing, view)
-        computed, source = _compute_missing(battles, families, KEYS, recipe, encoding, workers, on_batch)
-        counts = int((source == SOURCE_TEXT).sum()), int((source == SOURCE_METADATA).sum()), int(source.is_null().sum())
-        text, metadata, without = text + counts[0], metadata + counts[1], without + counts[2]
-        done.update(computed)
+    computed: dict[str, list[pl.DataFrame]] = {}
+    sources: list[pl.Series] = []
+    written = time.perf_counter()
+
+    def publish() -> None:
+        counts = [int((s == SOURCE_TEXT).sum()) for s in sources], [int((s == SOURCE_METADATA).sum()) for s in sources], [int(s.is_null().sum()) for s in sources]
         with store.write(wait=lock_wait) as tx:
             foreign = view.take_in(store)  # another run's parts: it may have cached some of them since the plan was made
             for family in families:
                 if family.name in computed:
-                    rows = computed[family.name]
+                    rows = pl.concat(computed[family.name])
                     if foreign:
                         rows = rows.filter(pl.Series(view.keys.get(*_key_words(rows.select(KEYS)))[1] & np.uint64(view.bits[family.name]) == 0))
                     tx.add(family.key(recipe, encoding), rows)
                     view.staged(store, tx.staged, family)
             tx.log({"action": "features", "tables": [f.key(recipe, encoding) for f in families if f.name in computed],
-                    "battles": source.len(), "from_text": counts[0], "from_metadata": counts[1], "without": counts[2]})
+                    "battles": sum(s.len() for s in sources), "from_text": sum(counts[0]), "from_metadata": sum(counts[1]), "without": sum(counts[2])})
+        for i, count in enumerate(counts):
+            totals[i] += sum(count)
+        computed.clear()
+        sources.clear()
+
+    for part, missing in zip(parts, plan):
+        if not missing.any():
+            continue
+        battles = _flagged(part.collect(), missing, view)
+        features, source = _compute_missing(battles, families, KEYS, recipe, encoding, workers, on_batch)
+        for name, rows in features.items():
+            computed.setdefault(name, []).append(rows)
+        sources.append(source)
+        done.update(features)
+        if sum(s.len() for s in sources) >= WRITE_BATTLES or time.perf_counter() - written >= WRITE_SECONDS:
+            publish()
+            written = time.perf_counter()
+    if sources:
+        publish()
     return FeatureUpdate(
-        tuple(f.key(recipe, encoding) for f in families), recipe, encoding, total, total - pending,
-        text + metadata + without, text, metadata, without, tuple(n for n in names if n in done), time.perf_counter() - start,
+        tuple(f.key(recipe, encoding) for f in families), recipe, encoding, total, cached,
+        sum(totals), totals[0], totals[1], totals[2], tuple(n for n in names if n in done), time.perf_counter() - start,
     )
 
 
