@@ -15,8 +15,9 @@ they are computed from the stored ones whenever features are read.
 
 A cached row is keyed by ``battle_id`` and ``content_hash``: features are computed once per battle content,
 and a battle whose family features exist for the key is never recomputed. Each store part of battles is
-processed and published on its own (an atomic ``store.write()``), so an interrupted run keeps the parts it
-finished and memory stays bounded by one part's texts, whatever the size of the store.
+processed on its own (memory stays bounded by one part's texts, whatever the size of the store), and what is
+computed is published every :data:`WRITE_BATTLES` battles or :data:`WRITE_SECONDS` (an atomic ``store.write()``),
+so an interrupted run keeps what it published.
 
 Stores written before families had their own tables hold every feature of a (recipe, encoding) in one table
 ``features/<recipe>-<encoding>-v1``. Such a table is read, never rewritten, as the version-1 values of each
