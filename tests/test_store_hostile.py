@@ -71,6 +71,11 @@ def manifest(root: Path) -> dict:
     return json.loads((root / MANIFEST).read_text())
 
 
+def next_generation(root: Path) -> str:
+    """The generation a writer of the store stages its parts as, as part names spell it."""
+    return f"{manifest(root)['generation'] + 1:06d}"
+
+
 def edit(change: Callable[[dict], object]) -> Callable[[Path], None]:
     def damage(root: Path) -> None:
         edited = manifest(root)
@@ -461,7 +466,7 @@ def test_a_full_disk_leaves_the_store_as_it_was(store, tmp_path, monkeypatch, wr
     result = arena(*commands(store, tmp_path)["ingest"])
     assert result.exit_code == 3, result.output
     message = " ".join(result.stderr.split())
-    assert message.startswith(f"error: cannot write to store {store}: {reason} ({store / 'battles'}/part-000005-")
+    assert message.startswith(f"error: cannot write to store {store}: {reason} ({store / 'battles'}/part-{next_generation(store)}-")
     assert data_files(store) == before  # no staged part, no temporary, the manifest untouched
 
 
@@ -514,8 +519,8 @@ def test_a_failed_first_ingest_leaves_no_store_behind(tmp_path, monkeypatch):
 
 
 def test_a_killed_runs_leftovers_are_notes_and_the_next_write_removes_them(store, tmp_path):
-    leftover = store / "battles" / "part-000005-0000abcd.parquet"
-    temporary = store / "quarantine" / ".part-000005-0000abcd.parquet.k2j3h4.tmp"
+    leftover = store / "battles" / f"part-{next_generation(store)}-0000abcd.parquet"
+    temporary = store / "quarantine" / f".part-{next_generation(store)}-0000abcd.parquet.k2j3h4.tmp"
     shutil.copy(part(store), leftover)
     temporary.write_bytes(b"half")
     check = arena("store", "check", "-s", store, "-f", "json")
@@ -532,21 +537,22 @@ def test_a_killed_runs_leftovers_are_notes_and_the_next_write_removes_them(store
 def test_a_killed_runs_part_is_adopted_only_when_asked(store):
     """A part of the next generation holding new battles (a run killed before it published): a repair moves it
     aside; --adopt-unpublished adopts it, or moves it aside when it repeats stored battles."""
-    staged = store / "battles" / "part-000005-0000abcd.parquet"
+    generation = next_generation(store)
+    staged = store / "battles" / f"part-{generation}-0000abcd.parquet"
     frame = pl.read_parquet(part(store)).with_columns(pl.format("new-{}", "battle_id").alias("battle_id"))
     frame.write_parquet(staged)
-    shutil.copy(part(store), store / "battles" / "part-000005-0000dcba.parquet")  # repeats stored battles
+    shutil.copy(part(store), store / "battles" / f"part-{generation}-0000dcba.parquet")  # repeats stored battles
     (store / MANIFEST).write_text((store / MANIFEST).read_text()[:120])  # and the manifest damaged
     dry = arena("store", "repair", "-s", store, "--dry-run", "-f", "json")
     actions = {c["path"]: c["action"] for c in json.loads(dry.stdout)["tables"]["changes"]}
-    assert actions["battles/part-000005-0000abcd.parquet"] == actions["battles/part-000005-0000dcba.parquet"] == "move"
+    assert actions[f"battles/part-{generation}-0000abcd.parquet"] == actions[f"battles/part-{generation}-0000dcba.parquet"] == "move"
     assert staged.exists()  # a dry run changes nothing
     adopted = arena("store", "repair", "-s", store, "--adopt-unpublished", "-f", "json")
     actions = {c["path"]: c["action"] for c in json.loads(adopted.stdout)["tables"]["changes"]}
-    assert actions["battles/part-000005-0000abcd.parquet"] == "adopt" and actions["battles/part-000005-0000dcba.parquet"] == "move"
+    assert actions[f"battles/part-{generation}-0000abcd.parquet"] == "adopt" and actions[f"battles/part-{generation}-0000dcba.parquet"] == "move"
     ids = Store.open(store).read("battles", ["battle_id"])["battle_id"]
     assert ids.is_unique().all() and ids.len() == 36 + frame.height
-    assert (store / LOST_AND_FOUND / "battles" / "part-000005-0000dcba.parquet").exists()
+    assert (store / LOST_AND_FOUND / "battles" / f"part-{generation}-0000dcba.parquet").exists()
 
 
 # ------------------------------------------------------------------------------------ damage inside the data
