@@ -283,7 +283,8 @@ def update_store_features(
     written = time.perf_counter()
 
     def publish() -> None:
-        counts = [int((s == SOURCE_TEXT).sum()) for s in sources], [int((s == SOURCE_METADATA).sum()) for s in sources], [int(s.is_null().sum()) for s in sources]
+        source = pl.concat(sources)
+        counts = int((source == SOURCE_TEXT).sum()), int((source == SOURCE_METADATA).sum()), int(source.is_null().sum())
         with store.write(wait=lock_wait) as tx:
             foreign = view.take_in(store)  # another run's parts: it may have cached some of them since the plan was made
             for family in families:
@@ -294,9 +295,9 @@ def update_store_features(
                     tx.add(family.key(recipe, encoding), rows)
                     view.staged(store, tx.staged, family)
             tx.log({"action": "features", "tables": [f.key(recipe, encoding) for f in families if f.name in computed],
-                    "battles": sum(s.len() for s in sources), "from_text": sum(counts[0]), "from_metadata": sum(counts[1]), "without": sum(counts[2])})
+                    "battles": source.len(), "from_text": counts[0], "from_metadata": counts[1], "without": counts[2]})
         for i, count in enumerate(counts):
-            totals[i] += sum(count)
+            totals[i] += count
         computed.clear()
         sources.clear()
 
