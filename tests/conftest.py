@@ -1,11 +1,17 @@
 """Shared fixtures: where the shared real data lives, and skipping cleanly when it is absent; no terminal width
-inherited from the environment."""
+inherited from the environment; property tests without a time limit."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# No test is timed: an example that took longer than hypothesis' 200 ms deadline on a loaded machine (CI's, a
+# parallel run's) failed a test of what it computes, not of how fast.
+settings.register_profile("untimed", deadline=None)
+settings.load_profile("untimed")
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
