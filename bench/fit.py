@@ -224,7 +224,7 @@ def _rss(row: dict) -> str:
 
 
 #: The flat-column file of the same votes written as a shape is (see bench/shapes.py).
-FLAT_OF = {"nested-parquet-hub": "flat-parquet-hub", "texts-parquet-hub": "flat-parquet-hub"}
+FLAT_OF = {"nested-parquet-hub": "flat-parquet-hub", "texts-parquet-hub": "flat-parquet-hub", "nested-parquet-pyarrow": "flat-parquet-pyarrow"}
 
 
 def report(rows: list[dict]) -> str:
@@ -240,7 +240,7 @@ def report(rows: list[dict]) -> str:
     for row in rows:
         key = {k: row[k] for k in ("votes", "models", "style")}
         floor = _find(rows, **key, shape=row["shape"], source=row["source"], tool="read floor")
-        # the same votes as flat columns, written by the same writer when the run has them (hub: 1,000-row row groups)
+        # the same votes as flat columns, written by the same writer when the run has them (hub: 1,000-row row groups; pyarrow: one)
         flat_shape = next((s for s in (FLAT_OF.get(row["shape"], ""), "flat-parquet") if _find(rows, **key, shape=s, source=row["source"], tool="arena fit")), "")
         same_votes_flat = _find(rows, **key, shape=flat_shape, source=row["source"], tool="arena fit")
         flat_floor = _find(rows, **key, shape=flat_shape, source=row["source"], tool="read floor")

@@ -16,10 +16,12 @@ Shapes (``SHAPES``), by the texts they carry; files of one kind hold the same vo
   (FastChat's conversation release: ``conversation_a/b`` as ``list<struct{role, content}>``), and
   ``texts-meta-jsonl``, ``texts-meta-parquet`` with ``conv_metadata`` too.
 
-Parquet shapes are written by polars, except ``nested-parquet-hub``, ``texts-parquet-hub`` and ``flat-parquet-hub``:
-the same rows as ``nested-parquet``, ``texts-parquet`` and ``flat-parquet``, written as the Hugging Face hub's releases are (the ``datasets``
-library: pyarrow's writer, snappy, dictionary pages for nested leaves too, row groups of 1,000 rows), whose
-footers are large and whose row groups are many (:data:`HUB_WRITER`; it needs a python with pyarrow).
+Parquet shapes are written by polars, except those named ``-hub`` and ``-pyarrow``, which hold the same rows as the
+shape without the suffix: ``-hub`` written as the Hugging Face hub's releases are (the ``datasets`` library:
+pyarrow's writer, snappy, dictionary pages for nested leaves too, row groups of 1,000 rows), whose footers are large
+and whose row groups are many; ``-pyarrow`` as pandas' ``to_parquet`` and pyarrow's ``write_table`` write with their
+defaults (row groups of 1,048,576 rows: a file of up to a million votes is one row group). Both need a python with
+pyarrow (:data:`WRITERS`).
 
 Each kind also has a flat file (``flat-parquet``, ``flat-short-parquet``, ``flat-long-parquet``): the counts and
 outcomes the benches' reference fits read. Files are generated part by part (memory bounded by one part, so
@@ -67,7 +69,7 @@ class Shape:
     layout: Callable[[Simulation, int], pl.DataFrame]
     counts: str | None
     texts: bool
-    hub: bool = False  # written as the Hugging Face hub's ``datasets`` writes parquet (see HUB_WRITER)
+    writer: str = "polars"  # polars, or a pyarrow writer of WRITERS (hub, pyarrow)
     ids: str = "question_id"  # the column of battle ids (a fit reads them to drop duplicate votes)
 
     def path(self, workdir: Path, n: int, n_models: int, seed: int) -> Path:
@@ -159,22 +161,24 @@ def flat(sim: Simulation, k: int) -> pl.DataFrame:
 
 SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("nested-parquet", "none", "parquet", release, "meta", False, ids="id"),
-    Shape("nested-parquet-hub", "none", "parquet", release, "meta", False, hub=True, ids="id"),
+    Shape("nested-parquet-hub", "none", "parquet", release, "meta", False, writer="hub", ids="id"),
+    Shape("nested-parquet-pyarrow", "none", "parquet", release, "meta", False, writer="pyarrow", ids="id"),
     Shape("fastchat-jsonl", "none", "jsonl", fastchat, "meta", False),
     Shape("fastchat-json", "none", "json", fastchat, "meta", False),
     Shape("flat-parquet", "none", "parquet", flat, "flat", False, ids="battle_id"),
-    Shape("flat-parquet-hub", "none", "parquet", flat, "flat", False, hub=True, ids="battle_id"),
+    Shape("flat-parquet-hub", "none", "parquet", flat, "flat", False, writer="hub", ids="battle_id"),
+    Shape("flat-parquet-pyarrow", "none", "parquet", flat, "flat", False, writer="pyarrow", ids="battle_id"),
     Shape("fastchat-short-jsonl", "short", "jsonl", fastchat, "meta", True),
     Shape("texts-jsonl", "long", "jsonl", conversations(meta=False), None, True),
     Shape("texts-meta-jsonl", "long", "jsonl", conversations(meta=True), "meta", True),
     Shape("texts-parquet", "long", "parquet", conversations(meta=False), None, True),
     Shape("texts-meta-parquet", "long", "parquet", conversations(meta=True), "meta", True),
-    Shape("texts-parquet-hub", "long", "parquet", conversations(meta=False), None, True, hub=True),
+    Shape("texts-parquet-hub", "long", "parquet", conversations(meta=False), None, True, writer="hub"),
     Shape("flat-short-parquet", "short", "parquet", flat, "flat", False, ids="battle_id"),
     Shape("flat-long-parquet", "long", "parquet", flat, "flat", False, ids="battle_id"),
 )}
 #: The flat file of each kind: the counts and outcomes a reference fit reads.
-REFERENCE = {s.kind: s for s in SHAPES.values() if s.layout is flat and not s.hub}
+REFERENCE = {s.kind: s for s in SHAPES.values() if s.layout is flat and s.writer == "polars"}
 #: The shapes a bench runs by default (the reference files of the text kinds aside).
 DEFAULT_SHAPES = tuple(name for name, s in SHAPES.items() if s.layout is not flat or s.kind == "none")
 
@@ -182,17 +186,20 @@ DEFAULT_SHAPES = tuple(name for name, s in SHAPES.items() if s.layout is not fla
 # ------------------------------------------------------------------------------------------------------ writing
 
 
-#: The ``datasets`` library's parquet writing (``Dataset.to_parquet``, ``push_to_hub``): pyarrow's writer with its
-#: defaults and row groups of ``datasets.config.DEFAULT_MAX_BATCH_SIZE`` (1,000) rows; run as
-#: ``python -c HUB_WRITER SOURCE TARGET`` by a python with pyarrow, streaming (memory bounded by one batch).
-HUB_WRITER = """
+#: Parquet writers other than polars, each run as ``python -c WRITER SOURCE TARGET`` by a python with pyarrow,
+#: streaming (memory bounded by one row group): ``hub``, the ``datasets`` library's (``Dataset.to_parquet``,
+#: ``push_to_hub``): pyarrow's writer with its defaults and row groups of
+#: ``datasets.config.DEFAULT_MAX_BATCH_SIZE`` (1,000) rows; ``pyarrow``, pyarrow's defaults (pandas' ``to_parquet``,
+#: ``pyarrow.parquet.write_table``): row groups of 1,048,576 rows.
+WRITERS = {writer: f"""
 import sys
+import pyarrow as pa
 import pyarrow.parquet as pq
 source = pq.ParquetFile(sys.argv[1])
 with pq.ParquetWriter(sys.argv[2], source.schema_arrow) as writer:
-    for batch in source.iter_batches(batch_size=100_000):
-        writer.write_batch(batch, row_group_size=1000)
-"""
+    for batch in source.iter_batches(batch_size={rows}):
+        writer.write_table(pa.Table.from_batches([batch]), row_group_size={rows})
+""" for writer, rows in (("hub", 1000), ("pyarrow", 1 << 20))}
 
 
 #: The benches' baselines virtualenv (bench/fit.py), which has pyarrow.
@@ -200,11 +207,11 @@ BASELINES_PYTHON = "/tmp/benchvenv/bin/python"
 
 
 class _Sink:
-    """One file written part by part under a temporary name, renamed when whole; ``hub_python``: a python with
-    pyarrow that rewrites it as the hub does (see :data:`HUB_WRITER`)."""
+    """One file written part by part under a temporary name, renamed when whole; ``rewrite``: a python with pyarrow
+    and the writer of :data:`WRITERS` it rewrites the file with."""
 
-    def __init__(self, path: Path, container: str, hub_python: str | None = None):
-        self.path, self.container, self.hub_python = path, container, hub_python
+    def __init__(self, path: Path, container: str, rewrite: tuple[str, str] | None = None):
+        self.path, self.container, self.rewrite = path, container, rewrite
         self.tmp = path.with_name(path.name + ".partial")
         self.parts: list[Path] = []  # parquet: parts first, joined by one streaming pass at the end
         self.handle = open(self.tmp, "wb")
@@ -232,10 +239,11 @@ class _Sink:
             pl.scan_parquet(self.parts).sink_parquet(self.tmp)
             for part in self.parts:
                 part.unlink()
-        if self.hub_python is not None:
+        if self.rewrite is not None:
             polars_written = self.tmp.with_name(self.tmp.name + ".polars")
             self.tmp.rename(polars_written)
-            subprocess.run([self.hub_python, "-c", HUB_WRITER, str(polars_written), str(self.tmp)], check=True)
+            python, writer = self.rewrite
+            subprocess.run([python, "-c", WRITERS[writer], str(polars_written), str(self.tmp)], check=True)
             polars_written.unlink()
         self.tmp.rename(self.path)
 
@@ -248,7 +256,7 @@ def ensure(names: Iterable[str], n: int, n_models: int, workdir: Path, seed: int
            log: Callable[[str], None] = print, hub_python: str = BASELINES_PYTHON) -> dict[str, Path]:
     """The files of the shapes ``names`` (and the reference flat file of each kind), ``n`` votes among
     ``n_models`` models, generated where not cached: one simulation pass per kind writes all its missing files.
-    ``hub_python``: a python with pyarrow, for the shapes written as the hub writes them."""
+    ``hub_python``: a python with pyarrow, for the shapes written by pyarrow's writers (:data:`WRITERS`)."""
     seed = default_seed(n, n_models) if seed is None else seed
     shapes = [SHAPES[name] for name in dict.fromkeys(names)]
     shapes += [REFERENCE[kind] for kind in dict.fromkeys(s.kind for s in shapes) if REFERENCE[kind] not in shapes]
@@ -258,7 +266,7 @@ def ensure(names: Iterable[str], n: int, n_models: int, workdir: Path, seed: int
         if not missing:
             continue
         log(f"generating {', '.join(s.name for s in missing)}: {n:,} votes x {n_models} models ...")
-        sinks = [(_Sink(paths[s.name], s.container, hub_python if s.hub else None), s) for s in missing]
+        sinks = [(_Sink(paths[s.name], s.container, (hub_python, s.writer) if s.writer != "polars" else None), s) for s in missing]
         for k, sim in enumerate(simulate_in_parts(n, n_models, seed, part_battles=part_rows, **options)):
             for sink, shape in sinks:
                 sink.add(shape.layout(sim, k))
