@@ -102,3 +102,22 @@ def test_a_footer_too_large_to_decode_reads_every_row_once_in_windows_of_rows(tm
     assert all(0 < b.frame.height <= batch_rows for b in unlisted)
     assert pl.concat([b.frame for b in unlisted]).equals(pl.concat([b.frame for b in listed]))
     assert pl.concat([b.frame for b in unlisted])[ROW].to_list() == list(range(1, 96))
+
+
+@pytest.mark.parametrize(("rows", "group"), [(95, 4), (500, 100), (500, 1_000), (1, 1)])
+def test_the_first_row_group_is_read_from_the_footer_start_as_the_whole_footer_lists_it(tmp_path, rows, group):
+    path = tmp_path / "v.parquet"
+    votes(rows).write_parquet(path, row_group_size=group)
+    assert footer.first_row_group_rows(path) == row_groups(path)[0].rows == min(rows, group)
+
+
+def test_the_first_row_group_of_a_footer_cut_short_is_an_error_and_of_no_group_none(tmp_path):
+    path = tmp_path / "v.parquet"
+    votes(0).write_parquet(path)
+    assert footer.first_row_group_rows(path) in (None, 0)
+    votes(500).write_parquet(path, row_group_size=100)
+    data = path.read_bytes()
+    start = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    path.write_bytes(data[: start + 20] + (20).to_bytes(4, "little") + b"PAR1")  # the footer's first 20 bytes only
+    with pytest.raises(ValueError):
+        footer.first_row_group_rows(path)
