@@ -129,6 +129,37 @@ def release(sim: Simulation, k: int) -> pl.DataFrame:
     )
 
 
+def _message_in_parts(message: pl.Expr, tokens: bool = False) -> pl.Expr:
+    """A ``{role, content}`` message as the 140k release gives it: its content a list of parts
+    ``{type, text, image, mimeType}`` (here one text part); with ``tokens``, its ``num_tokens`` (a word count)."""
+    content = message.struct.field("content")
+    part = pl.struct(pl.lit("text").alias("type"), content.alias("text"), pl.lit(None, pl.String).alias("image"), pl.lit(None, pl.String).alias("mimeType"))
+    extra = [content.str.count_matches(r"\S+").cast(pl.Int32).alias("num_tokens")] if tokens else []
+    return pl.struct(message.struct.field("role"), pl.concat_list(part).alias("content"), *extra)
+
+
+def _in_parts(column: str, tokens: bool = False) -> pl.Expr:
+    """Conversations as the 140k release gives them (:func:`_message_in_parts`; conversation_b with ``tokens``)."""
+    return pl.col(column).list.eval(_message_in_parts(pl.element(), tokens)).alias(column)
+
+
+def release_texts(sim: Simulation, k: int) -> pl.DataFrame:
+    """The arena-human-preference-140k release with its texts: conversations in parts (:func:`_in_parts`), and
+    ``full_conversation``, the turns of both sides again (``{user, model_side_a, model_side_b}``, each message in
+    parts; here the first turn)."""
+    battles = _shifted(sim, k)
+    sides = {"user": ("a", 0), "model_side_a": ("a", 1), "model_side_b": ("b", 1)}
+    turn = pl.struct(pl.col(f"conversation_{s}").list.get(i, null_on_oob=True).alias(name) for name, (s, i) in sides.items())
+    in_parts = battles.select(
+        _in_parts("conversation_a"), _in_parts("conversation_b", tokens=True),
+        pl.concat_list(turn).alias("full_conversation").list.eval(pl.struct(_message_in_parts(pl.element().struct.field(name)).alias(name) for name in sides)),
+    )
+    return pl.concat([release(sim, k), in_parts], how="horizontal").select(
+        "id", "model_a", "model_b", "winner", "evaluation_session_id", "evaluation_order", "conversation_a", "conversation_b",
+        "full_conversation", "conv_metadata", "category_tag", "language", "is_code", "timestamp",
+    )
+
+
 def fastchat(sim: Simulation, k: int) -> pl.DataFrame:
     """FastChat's ``clean_battle`` dump (with conversations when simulated with texts) and the fields its
     later steps add."""
@@ -174,6 +205,7 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("texts-parquet", "long", "parquet", conversations(meta=False), None, True),
     Shape("texts-meta-parquet", "long", "parquet", conversations(meta=True), "meta", True),
     Shape("texts-parquet-hub", "long", "parquet", conversations(meta=False), None, True, writer="hub"),
+    Shape("release-texts-parquet-hub", "long", "parquet", release_texts, "meta", True, writer="hub", ids="id"),
     Shape("flat-short-parquet", "short", "parquet", flat, "flat", False, ids="battle_id"),
     Shape("flat-long-parquet", "long", "parquet", flat, "flat", False, ids="battle_id"),
 )}

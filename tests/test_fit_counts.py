@@ -189,3 +189,36 @@ def test_a_parquet_log_with_nested_conv_metadata_is_streamed_with_its_counts(tmp
     for other in (fit(str(parquet)), fit(str(jsonl))):
         assert coefficients(from_parquet) == pytest.approx(coefficients(other), rel=1e-12)
         assert from_parquet["tables"]["leaderboard"] == other["tables"]["leaderboard"]
+
+
+def in_parts(record: dict) -> dict:
+    """A vote as LMArena's releases since 2025 give it: each message's content a list of parts (here one text part,
+    and an image beside the user's)."""
+    def parts(message: dict) -> dict:
+        text = [{"type": "text", "text": message["content"], "image": None, "mimeType": None}]
+        image = [{"type": "image", "text": None, "image": "x.png", "mimeType": "image/png"}] if message["role"] == "user" else []
+        return {"role": message["role"], "content": text + image}
+
+    return {**record, **{f"conversation_{s}": [parts(m) for m in record[f"conversation_{s}"]] for s in "ab"}}
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "jsonl"])
+def test_a_log_whose_messages_are_given_in_parts_fits_as_the_same_votes_given_as_text(tmp_path, suffix):
+    """LMArena's release shape (content as parts, conv_metadata beside): its counts, precomputed or counted from the
+    texts, and its ingest give what the same votes with text content give."""
+    votes = [vote(i) for i in range(60)]
+    as_text, as_parts = tmp_path / f"text.{suffix}", tmp_path / f"parts.{suffix}"
+    for path, records in ((as_text, votes), (as_parts, [in_parts(v) for v in votes])):
+        if suffix == "parquet":
+            pl.DataFrame(records).write_parquet(path)
+        else:
+            write(path, records)
+    for counts in ("precomputed", "texts"):
+        given, expected = fit(str(as_parts), "--counts", counts), fit(str(as_text), "--counts", counts)
+        assert given["tables"] == expected["tables"]
+    stores = {}
+    for name, path in (("text", as_text), ("parts", as_parts)):
+        store = Store.open(tmp_path / name, create=True)
+        ingest_to_store(store, [path])
+        stores[name] = store.read("battles", ["battle_id", "conversation_a", "conversation_b"]).sort("battle_id")
+    assert stores["parts"].equals(stores["text"])

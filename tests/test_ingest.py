@@ -469,19 +469,40 @@ def test_streamed_reads_give_vote_weights_only_where_the_log_has_them(tmp_path):
 
 
 @pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
-def test_a_message_whose_content_is_not_text_is_no_conversation(tmp_path, suffix):
-    """Content given as parts (``[{type, text}]``, as chat APIs send it) is not a conversation arena-cli reads: the
-    row is quarantined as a wrong type, by every read path (it was an internal error)."""
-    rows = [{"model_a": "a", "model_b": "b", "winner": "model_a", "conversation_a": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]},
-            {"model_a": "b", "model_b": "a", "winner": "tie", "conversation_a": [{"role": "user", "content": "plain"}]}]
+@pytest.mark.parametrize("mixed", [False, True])
+def test_a_message_given_in_parts_reads_as_its_texts_and_content_of_another_shape_is_no_conversation(tmp_path, suffix, mixed):
+    """Content given as parts (``[{type, text, image, mimeType}]``, as LMArena's releases since 2025 and chat APIs
+    give it) reads as the parts' texts joined by a newline, an image as no text; content of another shape (an
+    object) is no conversation: the row is quarantined as a wrong type. So by every read path, whether a file's
+    lines share one shape (JSON lines then read typed) or not (read as JSON text)."""
+    def message(role, *texts, image=False):
+        parts = [{"type": "text", "text": text, "image": None, "mimeType": None} for text in texts]
+        return {"role": role, "content": parts + ([{"type": "image", "text": None, "image": "x.png", "mimeType": "image/png"}] if image else [])}
+
+    rows = [{"model_a": "a", "model_b": "b", "winner": "model_a",
+             "conversation_a": [message("user", "hi", image=True), message("assistant", "# Title", "**bold**")]},
+            {"model_a": "b", "model_b": "a", "winner": "tie", "conversation_a": [message("user", image=True), message("assistant", "ok")]}]
+    if mixed:
+        rows.append({"model_a": "a", "model_b": "c", "winner": "model_b", "conversation_a": [{"role": "user", "content": "plain"}]})
+        rows.append({"model_a": "c", "model_b": "b", "winner": "model_b", "conversation_a": [{"role": "user", "content": {"text": "an object"}}]})
     path = tmp_path / f"v.{suffix}"
     if suffix == "jsonl":
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:  # (parquet holds one shape: each shape in a file of its own)
+        pl.DataFrame(rows[:2]).write_parquet(path)
+    expected = [[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "# Title\n**bold**"}],
+                [{"role": "user", "content": ""}, {"role": "assistant", "content": "ok"}]]
+    result = read_sources([path])
+    assert result.battles["conversation_a"].to_list()[:2] == expected
+    if mixed and suffix == "jsonl":
+        assert result.battles["conversation_a"].to_list()[2] == [{"role": "user", "content": "plain"}]
+        for columns in (None, ["model_a", "model_b", "outcome"]):
+            quarantined = read_sources([path], columns=columns).quarantine
+            assert quarantined["source_row"].to_list() == [4]
+            assert quarantined["detail"].to_list() == ["conversation_a: not a list of {role, content} messages"]
     else:
-        pl.DataFrame(rows[:1]).write_parquet(path)
-    for columns in (None, ["model_a", "model_b", "outcome"]):
-        result = read_sources([path], columns=columns)
-        assert result.quarantine.filter(pl.col("source_row") == 1)["detail"].to_list() == ["conversation_a: not a list of {role, content} messages"]
+        assert not result.quarantine.height
+        assert read_sources([path], columns=["model_a", "model_b", "outcome"]).battles.height == 2
 
 
 @pytest.mark.parametrize("name", ["v[1].parquet", "v*.parquet", "v?.parquet"])

@@ -16,6 +16,7 @@ from arena_cli.io.fields import (
     as_text,
     by_distinct,
     control_names,
+    decode_conversations,
     decode_json,
     field_path,
     holds_bytes,
@@ -249,7 +250,7 @@ def canonicalize(batch: pl.DataFrame, plan: Plan, labels: dict[str, str], source
                     bad.append((QuarantineReason.WRONG_TYPE.value, present, name, f"{col[name]}: bytes that are not UTF-8 in a message"))
                 continue
             if dtype == pl.String:  # JSON text (JSON and CSV sources)
-                decoded[name] = decode_json(batch[col[name]], CONVERSATION)
+                decoded[name] = decode_conversations(batch[col[name]])
                 out[name] = pl.col(f"__{name}")
             else:  # a typed column (parquet) of some other shape: no value of it is a conversation
                 out[name] = pl.lit(None, dtype=CONVERSATION)

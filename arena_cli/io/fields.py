@@ -245,19 +245,42 @@ def parse_boolean(col: str, dtype: pl.DataType) -> pl.Expr:
     return text.replace_strict({"true": True, "false": False, "1": True, "0": False, "1.0": True, "0.0": False, "yes": True, "no": False}, default=None, return_dtype=pl.Boolean)
 
 
+#: What joins the texts of a message given in parts (``[{type, text}, ...]``), as one text: a part's first line starts
+#: a line, as markdown reads it.
+PART_SEPARATOR = "\n"
+
+
 def typed_conversation(col: str, dtype: pl.DataType) -> pl.Expr | None:
-    """A typed column (parquet; nested JSON) as conversations, when it is a list of messages whose role and content
-    are scalars; None for any other shape (content given as parts, ``[{type, text}]``, say), whose values are no
+    """A typed column (parquet; nested JSON) as conversations, when it is a list of messages whose role is a scalar
+    and whose content is one, or a list of parts with a ``text`` (LMArena's releases since 2025:
+    ``[{type, text, image, mimeType}]``; the message's text is its parts' texts, those not null, joined by
+    :data:`PART_SEPARATOR`, so an image alone is an empty text); None for any other shape, whose values are no
     conversation."""
     inner = dtype.inner if isinstance(dtype, (pl.List, pl.Array)) else None
     fields = {f.name: f.dtype for f in inner.fields} if isinstance(inner, pl.Struct) else {}
-    if isinstance(inner, pl.Struct) and {"role", "content"} <= set(fields) and all(_casts_to_text(fields[f]) for f in ("role", "content")):
+    if isinstance(inner, pl.Struct) and {"role", "content"} <= set(fields) and _casts_to_text(fields["role"]):
+        text = _message_text(fields["content"])
+        if text is None:
+            return None
         messages = pl.col(col).arr.to_list() if isinstance(dtype, pl.Array) else pl.col(col)  # (a fixed-size list: as many messages in every row)
         if pl.Binary in (fields["role"], fields["content"]):  # a conversation with bytes that are not UTF-8 is none
             messages = messages.map_batches(_utf8_messages, return_dtype=pl.List(inner))
-        return messages.list.eval(pl.struct(pl.element().struct.field("role").cast(pl.String), pl.element().struct.field("content").cast(pl.String))).cast(CONVERSATION)
+        return messages.list.eval(pl.struct(pl.element().struct.field("role").cast(pl.String), text.alias("content"))).cast(CONVERSATION)
     if isinstance(dtype, pl.List) and inner == pl.Null:  # only empty lists (or lists of nulls) were seen: an empty list is an empty conversation
         return pl.when(pl.col(col).list.len() == 0).then(pl.col(col).cast(CONVERSATION))
+    return None
+
+
+def _message_text(content: PolarsDataType) -> pl.Expr | None:
+    """The text of a message (the element of a list of messages) whose content has type ``content``: a scalar as
+    text, or a list of parts with a ``text`` field joined (see :func:`typed_conversation`); None for another type."""
+    given = pl.element().struct.field("content")
+    if _casts_to_text(content):
+        return given.cast(pl.String)
+    part = content.inner if isinstance(content, pl.List) else None
+    text = {f.name: f.dtype for f in part.fields}.get("text") if isinstance(part, pl.Struct) else None
+    if text is not None and _casts_to_text(text) and text != pl.Binary:  # (parts of bytes: no conversation)
+        return given.list.eval(pl.element().struct.field("text").cast(pl.String).drop_nulls()).list.join(PART_SEPARATOR)
     return None
 
 
@@ -282,6 +305,23 @@ def _utf8_messages(conversations: pl.Series) -> pl.Series:
 
         # (built again: a null row keeps its values below it, which a cast of every message would still meet)
         return pl.Series(conversations.name, [row if utf8(row) else None for row in conversations.to_list()], dtype=conversations.dtype)
+
+
+#: Conversations whose messages give their content in parts, as their JSON text is decoded (the other keys of a
+#: part, ``type``, ``image``, ..., are not read).
+PARTS_CONVERSATION = pl.List(pl.Struct({"role": pl.String(), "content": pl.List(pl.Struct({"text": pl.String()}))}))
+
+
+def decode_conversations(series: pl.Series) -> pl.Series:
+    """JSON text of conversations as :data:`~arena_cli.schema.CONVERSATION`: lists of messages whose content is a
+    text, or (where not) parts with texts, read as :func:`typed_conversation` reads them; null where neither."""
+    decoded = decode_json(series, CONVERSATION)
+    others = decoded.is_null() & series.is_not_null()
+    if not others.any():
+        return decoded
+    parts = decode_json(series.to_frame().select(pl.when(others).then(pl.first())).to_series(), PARTS_CONVERSATION)
+    texts = parts.to_frame("parts").select(typed_conversation("parts", PARTS_CONVERSATION)).to_series()
+    return pl.select(pl.coalesce(decoded, texts)).to_series().alias(series.name)
 
 
 def decode_json(series: pl.Series, dtype: pl.DataType) -> pl.Series:
