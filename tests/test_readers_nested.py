@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import polars as pl
+
 from arena_cli.io.ingest import read_sources
 
 TRICKY = 'tab\there "quoted" back\\slash literal \\n and real\nnewline \x01 \u2028 é 😀 ```\n# code\n```'
@@ -24,3 +26,22 @@ def test_conversation_texts_round_trip_exactly(tmp_path):
     assert result.quarantine.height == 0
     texts = {r["battle_id"]: r["conversation_a"][1]["content"] for r in result.battles.to_dicts()}
     assert texts == {"q1": TRICKY, "q2": "\\"}
+
+
+def test_typed_messages_in_parts_read_as_their_texts_and_other_shapes_as_no_conversation():
+    """A message's content given as parts reads as the texts of its parts, those not null, joined by a newline
+    (no part: an empty text; no content: none); parts without a text, or with bytes for one, are no conversation."""
+    from arena_cli.io.fields import PART_SEPARATOR, typed_conversation
+
+    part = pl.Struct({"type": pl.String, "text": pl.String, "image": pl.String})
+    messages = pl.List(pl.Struct({"role": pl.String, "content": pl.List(part)}))
+    conversations = pl.DataFrame({"c": [
+        [{"role": "user", "content": [{"type": "text", "text": "a", "image": None}, {"type": "image", "text": None, "image": "x"},
+                                      {"type": "text", "text": "# b", "image": None}]}],
+        [{"role": "assistant", "content": []}, {"role": "user", "content": None}],
+        None,
+    ]}, schema={"c": messages})
+    read = conversations.select(typed_conversation("c", messages))["c"].to_list()
+    assert read == [[{"role": "user", "content": f"a{PART_SEPARATOR}# b"}], [{"role": "assistant", "content": ""}, {"role": "user", "content": None}], None]
+    for other in (pl.Struct({"type": pl.String, "image": pl.String}), pl.Struct({"type": pl.String, "text": pl.Binary})):
+        assert typed_conversation("c", pl.List(pl.Struct({"role": pl.String, "content": pl.List(other)}))) is None
