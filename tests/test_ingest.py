@@ -608,3 +608,50 @@ def test_a_conv_metadata_of_one_wrong_shape_throughout_is_said_not_read_as_absen
     result = read_sources([path])
     assert result.quarantine.select("reason", "detail").rows() == [("wrong_type", detail)] * 2
     assert result.battles.height == 0
+
+
+def _conversation_line(i, *contents):
+    return json.dumps({"id": str(i), "model_a": "a", "model_b": "b", "winner": "tie",
+                       "conversation_a": [{"role": r, "content": c} for r, c in zip(("user", "assistant"), contents)]}) + "\n"
+
+
+_PARTS = [{"type": "text", "text": "hi"}]
+
+
+@pytest.mark.parametrize(("lines", "texts", "quarantined"), [
+    ([(_PARTS, "an answer")], [["hi", "an answer"]], []),  # parts for the user, a text for the answer
+    ([(["a", "b"],), (_PARTS,)], [["hi"]], [1]),  # content a list of texts: no conversation, whatever its neighbours
+    ([([{"type": "image", "image": "x.png"}],)], [[""]], []),  # an image alone, on its own
+    ([([{"type": "image", "image": "x.png"}],), (_PARTS,)], [[""], ["hi"]], []),  # ... and beside a text
+    ([([],)], [[""]], []),
+    ([([],), (_PARTS,)], [[""], ["hi"]], []),
+    ([({"text": "an object"},), (_PARTS,)], [["hi"]], [1]),
+])
+def test_messages_in_parts_read_alike_whatever_the_other_lines_of_a_batch(tmp_path, lines, texts, quarantined):
+    """One rule for a message's content, however polars types a batch of JSON lines (a struct when they share one
+    shape, JSON text when not): a text, or parts whose texts join (none: an empty text); anything else quarantines
+    its own row only."""
+    path = tmp_path / "v.jsonl"
+    path.write_text("".join(_conversation_line(i + 1, *contents) for i, contents in enumerate(lines)))
+    for columns in (None, ["model_a", "model_b", "outcome", "conversation_a"]):
+        result = read_sources([path], columns=columns)
+        assert [[m["content"] for m in c] for c in result.battles["conversation_a"].to_list()] == texts
+        assert result.quarantine["source_row"].to_list() == quarantined
+
+
+@pytest.mark.parametrize("text", [b"hi", b"\xff\xfe"])
+@pytest.mark.parametrize("where", ["role", "part"])
+def test_bytes_of_a_message_are_read_as_utf8_text_by_every_read_path(tmp_path, text, where):
+    """A role or a part's text stored as bytes is read as its UTF-8 text; bytes that are not UTF-8 quarantine their
+    row, by a read that wants the texts and by one that does not (which used to take the row unread)."""
+    part = pl.Struct({"type": pl.String, "text": pl.Binary if where == "part" else pl.String})
+    message = pl.Struct({"role": pl.Binary if where == "role" else pl.String, "content": pl.List(part)})
+    given = {"role": text if where == "role" else "user", "content": [{"type": "text", "text": text if where == "part" else "hi"}]}
+    path = tmp_path / "v.parquet"
+    pl.DataFrame({"model_a": ["a", "b"], "model_b": ["b", "a"], "winner": ["model_a", "tie"],
+                  "conversation_a": [[given], [{"role": b"user" if where == "role" else "user", "content": [{"type": "text", "text": b"ok" if where == "part" else "ok"}]}]]},
+                 schema_overrides={"conversation_a": pl.List(message)}).write_parquet(path)
+    for columns in (None, ["model_a", "model_b", "outcome"]):
+        result = read_sources([path], columns=columns)
+        assert result.battles.height == (2 if text == b"hi" else 1)
+        assert result.quarantine["detail"].to_list() == ([] if text == b"hi" else ["conversation_a: bytes that are not UTF-8 in a message"])

@@ -252,10 +252,11 @@ PART_SEPARATOR = "\n"
 
 def typed_conversation(col: str, dtype: pl.DataType) -> pl.Expr | None:
     """A typed column (parquet; nested JSON) as conversations, when it is a list of messages whose role is a scalar
-    and whose content is one, or a list of parts with a ``text`` (LMArena's releases since 2025:
-    ``[{type, text, image, mimeType}]``; the message's text is its parts' texts, those not null, joined by
-    :data:`PART_SEPARATOR`, so an image alone is an empty text); None for any other shape, whose values are no
-    conversation."""
+    and whose content is one, or a list of parts (LMArena's releases since 2025: ``[{type, text, image,
+    mimeType}]``): the message's text is then its parts' texts, those given, joined by :data:`PART_SEPARATOR`, so
+    that an image alone, or no part, is an empty text; None for any other shape (content a list of texts, say),
+    whose values are no conversation. Bytes are read as UTF-8 text, and a conversation whose role, content or part
+    texts are bytes that are not UTF-8 is none."""
     inner = dtype.inner if isinstance(dtype, (pl.List, pl.Array)) else None
     fields = {f.name: f.dtype for f in inner.fields} if isinstance(inner, pl.Struct) else {}
     if isinstance(inner, pl.Struct) and {"role", "content"} <= set(fields) and _casts_to_text(fields["role"]):
@@ -263,7 +264,7 @@ def typed_conversation(col: str, dtype: pl.DataType) -> pl.Expr | None:
         if text is None:
             return None
         messages = pl.col(col).arr.to_list() if isinstance(dtype, pl.Array) else pl.col(col)  # (a fixed-size list: as many messages in every row)
-        if pl.Binary in (fields["role"], fields["content"]):  # a conversation with bytes that are not UTF-8 is none
+        if _read_bytes(fields["role"], fields["content"]):
             messages = messages.map_batches(_utf8_messages, return_dtype=pl.List(inner))
         return messages.list.eval(pl.struct(pl.element().struct.field("role").cast(pl.String), text.alias("content"))).cast(CONVERSATION)
     if isinstance(dtype, pl.List) and inner == pl.Null:  # only empty lists (or lists of nulls) were seen: an empty list is an empty conversation
@@ -273,15 +274,30 @@ def typed_conversation(col: str, dtype: pl.DataType) -> pl.Expr | None:
 
 def _message_text(content: PolarsDataType) -> pl.Expr | None:
     """The text of a message (the element of a list of messages) whose content has type ``content``: a scalar as
-    text, or a list of parts with a ``text`` field joined (see :func:`typed_conversation`); None for another type."""
+    text, or a list of parts as :func:`typed_conversation` reads it; None for another type."""
     given = pl.element().struct.field("content")
     if _casts_to_text(content):
         return given.cast(pl.String)
     part = content.inner if isinstance(content, pl.List) else None
-    text = {f.name: f.dtype for f in part.fields}.get("text") if isinstance(part, pl.Struct) else None
-    if text is not None and _casts_to_text(text) and text != pl.Binary:  # (parts of bytes: no conversation)
-        return given.list.eval(pl.element().struct.field("text").cast(pl.String).drop_nulls()).list.join(PART_SEPARATOR)
-    return None
+    if not (part == pl.Null or isinstance(part, pl.Struct)):
+        return None
+    text = _part_text(part)
+    if text is None:  # parts without texts (images, or no part at all in a batch): an empty text
+        return pl.when(given.is_not_null()).then(pl.lit(""))
+    if not _casts_to_text(text):
+        return None
+    return given.list.eval(pl.element().struct.field("text").cast(pl.String).drop_nulls()).list.join(PART_SEPARATOR)
+
+
+def _part_text(part: PolarsDataType | None) -> PolarsDataType | None:
+    """The type of the ``text`` of a message's parts of type ``part`` (None: they have none)."""
+    return {f.name: f.dtype for f in part.fields}.get("text") if isinstance(part, pl.Struct) else None
+
+
+def _read_bytes(role: PolarsDataType, content: PolarsDataType) -> bool:
+    """Whether a message's role, content or part texts, as read, are bytes (to be checked for UTF-8)."""
+    part = content.inner if isinstance(content, pl.List) else None
+    return pl.Binary in (role, content, _part_text(part))
 
 
 def _casts_to_text(dtype: PolarsDataType) -> bool:
@@ -291,20 +307,29 @@ def _casts_to_text(dtype: PolarsDataType) -> bool:
 
 
 def _utf8_messages(conversations: pl.Series) -> pl.Series:
-    """Conversations whose messages hold bytes, as they are where every bytes value is UTF-8, else null (the caller
-    rejects them as no conversation); checked one by one only in a batch that has such bytes."""
-    inner = conversations.dtype.inner if isinstance(conversations.dtype, pl.List) else None
-    assert isinstance(inner, pl.Struct), "messages are structs"
-    binary = [f.name for f in inner.fields if f.dtype == pl.Binary]
+    """Conversations whose messages hold bytes where a text is read (:func:`_read_bytes`), as they are where every
+    such value is UTF-8, else null (the caller rejects them as no conversation); checked one by one only in a batch
+    that has such bytes. Other bytes (an image's, say) are not read, so not checked."""
+    messages = conversations.explode()
+    read = [messages.struct.field("role"), messages.struct.field("content")]
+    if isinstance(read[1].dtype, pl.List):  # parts
+        read[1] = read[1].explode().struct.field("text")
     try:
-        conversations.explode().struct.unnest().select(pl.col(binary).cast(pl.String))
+        for values in read:
+            values.cast(pl.String)
         return conversations
     except pl.exceptions.ComputeError:
-        def utf8(messages: list[dict] | None) -> bool:
-            return messages is None or all(_decoded(m[f]) is not None or m[f] is None for m in messages if m is not None for f in binary)
+        def utf8(value: object) -> bool:
+            return not isinstance(value, bytes) or _decoded(value) is not None
+
+        def readable(message: dict | None) -> bool:
+            content = message["content"] if message is not None else None
+            texts = [part["text"] for part in content if part is not None] if isinstance(content, list) else [content]
+            return message is None or all(utf8(value) for value in (message["role"], *texts))
 
         # (built again: a null row keeps its values below it, which a cast of every message would still meet)
-        return pl.Series(conversations.name, [row if utf8(row) else None for row in conversations.to_list()], dtype=conversations.dtype)
+        rows = conversations.to_list()
+        return pl.Series(conversations.name, [row if row is None or all(map(readable, row)) else None for row in rows], dtype=conversations.dtype)
 
 
 #: Conversations whose messages give their content in parts, as their JSON text is decoded (the other keys of a
@@ -313,15 +338,57 @@ PARTS_CONVERSATION = pl.List(pl.Struct({"role": pl.String(), "content": pl.List(
 
 
 def decode_conversations(series: pl.Series) -> pl.Series:
-    """JSON text of conversations as :data:`~arena_cli.schema.CONVERSATION`: lists of messages whose content is a
-    text, or (where not) parts with texts, read as :func:`typed_conversation` reads them; null where neither."""
+    """JSON text of conversations as :data:`~arena_cli.schema.CONVERSATION`, read as :func:`typed_conversation`
+    reads them: each message's content a text, or a list of parts (objects); null where neither. A batch is decoded
+    whole as either shape; where neither fits, row by row, and a conversation whose messages differ in shape
+    (parts for the user, a text for the answer, as chat APIs log them) message by message (:func:`_mixed_messages`)."""
+    blank = series.str.strip_chars() == ""
+    for shape in (CONVERSATION, PARTS_CONVERSATION):  # (a batch of one shape: one decode)
+        try:
+            whole = series.to_frame().select(pl.when(~blank).then(pl.first())).to_series().str.json_decode(shape)
+        except Exception:
+            continue
+        return whole if shape is CONVERSATION else _texts_of_parts(whole).alias(series.name)
     decoded = decode_json(series, CONVERSATION)
-    others = decoded.is_null() & series.is_not_null()
-    if not others.any():
-        return decoded
-    parts = decode_json(series.to_frame().select(pl.when(others).then(pl.first())).to_series(), PARTS_CONVERSATION)
-    texts = parts.to_frame("parts").select(typed_conversation("parts", PARTS_CONVERSATION)).to_series()
-    return pl.select(pl.coalesce(decoded, texts)).to_series().alias(series.name)
+    others = decoded.is_null() & series.is_not_null() & ~blank
+    if others.any():
+        parts = _texts_of_parts(decode_json(series.to_frame().select(pl.when(others).then(pl.first())).to_series(), PARTS_CONVERSATION))
+        decoded = pl.select(pl.coalesce(decoded, parts)).to_series()
+        mixed = decoded.is_null() & others
+        if mixed.any():
+            rows = [_mixed_messages(text) if todo else None for text, todo in zip(series.to_list(), mixed.to_list())]
+            decoded = pl.select(pl.coalesce(decoded, pl.Series(rows, dtype=CONVERSATION))).to_series()
+    return decoded.alias(series.name)
+
+
+def _texts_of_parts(conversations: pl.Series) -> pl.Series:
+    return conversations.to_frame("parts").select(typed_conversation("parts", PARTS_CONVERSATION)).to_series()
+
+
+def _mixed_messages(text: str) -> list[dict[str, str | None]] | None:
+    """A conversation's JSON text whose messages differ in shape, read message by message as
+    :func:`typed_conversation` reads each; None unless every role and text is a string (or null)."""
+    import json
+
+    try:
+        messages = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(messages, list):
+        return None
+    read: list[dict[str, str | None]] = []
+    for message in messages:
+        if not isinstance(message, dict) or not isinstance(message.get("role"), (str, type(None))):
+            return None
+        content = message.get("content")
+        if isinstance(content, list):
+            if not all(isinstance(part, (dict, type(None))) and isinstance((part or {}).get("text"), (str, type(None))) for part in content):
+                return None
+            content = PART_SEPARATOR.join(part["text"] for part in content if part is not None and part.get("text") is not None)
+        elif not isinstance(content, (str, type(None))):
+            return None
+        read.append({"role": message.get("role"), "content": content})
+    return read
 
 
 def decode_json(series: pl.Series, dtype: pl.DataType) -> pl.Series:

@@ -149,10 +149,10 @@ def first_row_group_rows(path: Path) -> int | None:
             if field == 4 and kind == 9:  # row_groups, a list of RowGroup structs
                 size, element = reader.list_header()
                 rows = reader.read_struct({3: True}).get(3) if size and element == 12 else None
-                return rows if isinstance(rows, int) else None
+                return rows if isinstance(rows, int) and not isinstance(rows, bool) else None
             if kind not in (1, 2):  # (a boolean field's value is in its header)
                 reader.skip(kind)
-    except (IndexError, struct.error, RecursionError):
+    except (IndexError, KeyError, TypeError, struct.error, RecursionError):
         raise ValueError("truncated or damaged parquet footer") from None
     return None
 
@@ -241,7 +241,14 @@ class _Compact:
     def list_header(self) -> tuple[int, int]:
         header = self.byte()
         size, element = header >> 4, header & 0x0F
-        return (self.varint() if size == 15 else size), element
+        return self.count(self.varint() if size == 15 else size), element
+
+    def count(self, size: int) -> int:
+        """A list's or map's number of elements, each of which takes a byte at least: a damaged size is an error, not
+        a long wait."""
+        if size > len(self.data) - self.at:
+            raise ValueError("elements past the end")
+        return size
 
     def value(self, kind: int, wanted: Any = True) -> Any:
         if kind == 12:
@@ -261,7 +268,7 @@ class _Compact:
             self.at += 8
             return struct.unpack("<d", self.data[self.at - 8 : self.at])[0]
         if kind == 11:
-            size = self.varint()
+            size = self.count(self.varint())
             if not size:
                 return {}
             types = self.byte()
@@ -313,7 +320,7 @@ class _Compact:
         elif kind == 7:
             self.at += 8
         elif kind == 11:
-            size = self.varint()
+            size = self.count(self.varint())
             if size:
                 types = self.byte()
                 for _ in range(size):

@@ -21,7 +21,7 @@ from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMN
 from arena_cli.io.dialects import Plan, plan_for
 from arena_cli.io.options import InputOptions
 from arena_cli.io.duplicates import CONTENT_ID
-from arena_cli.io.fields import MAX_COUNT, field_path, may_leave_years, physical_range, typed_conversation
+from arena_cli.io.fields import MAX_COUNT, field_path, holds_bytes, may_leave_years, physical_range, typed_conversation
 from arena_cli.io.files import scan_parquet
 from arena_cli.io.readers import PARQUET_ERRORS, parquet_schema, refuse_wide_decimals
 from arena_cli.schema import META_COLUMNS, FrameT, meta_paths
@@ -125,10 +125,11 @@ def lean_parquet(path: Path, options: InputOptions, columns: Sequence[str]) -> L
     else:
         counts_in_range = _counts_in_range(scan, schema, meta)
     unread = {"conv_metadata"} if counts_in_range and not counts_wanted else set()
-    # a list of {role, content} messages as parquet types it fails no check (nor does a list of nulls): conversations
-    # not wanted are not read to be checked (a plain fit of a log with texts reads no text)
+    # a list of {role, content} messages as parquet types it fails no check (nor does a list of nulls), unless it
+    # holds bytes (which must be UTF-8): conversations not wanted are not read to be checked (a plain fit of a log
+    # with texts reads no text)
     unread |= {f for f in ("conversation_a", "conversation_b") if f in plan.columns and f not in columns
-               and typed_conversation(plan.columns[f], schema[plan.columns[f]]) is not None}
+               and typed_conversation(plan.columns[f], schema[plan.columns[f]]) is not None and not holds_bytes(schema[plan.columns[f]])}
     # nor does a parquet time within the years 1 to 9999, which nanoseconds always are, and others as the writer's
     # statistics show
     time = plan.columns.get("timestamp")

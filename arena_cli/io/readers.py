@@ -127,31 +127,41 @@ def _json_objects_frame(data: bytes, lines: pl.Series) -> pl.DataFrame:
 
 def _rendered_nested(lines: pl.Series, frame: pl.DataFrame, dtype: pl.Struct) -> bool:
     """Whether polars had to render some nested value as text: a text slot of the inferred type (a field,
-    at any depth, or the items of a list of texts) that holds an object or array in some row.
+    at any depth, or the items of a list of texts, at any depth) that holds an object or array in some row.
 
     Named text slots are found on the lines themselves (``"name": {`` or ``"name": [``; a nested key of
-    the same name gives a false alarm, which only costs the slow path); lists of texts by their items.
+    the same name gives a false alarm, which only costs the slow path); lists of texts by their items (a message's
+    content a list of texts in one line gives the others' parts as texts: ``[{"text": "hi"}]``).
     """
     names: set[str] = set()
-    text_lists: list[str] = []
+    text_lists: list[tuple[str, ...]] = []  # each: its column, then the fields and lists (``""``) down to its items
 
-    def walk(dtype: PolarsDataType, name: str | None, top: str | None) -> None:
+    def walk(dtype: PolarsDataType, name: str | None, path: tuple[str, ...]) -> None:
         if dtype == pl.String and name is not None:
             names.add(name)
         elif isinstance(dtype, pl.Struct):
             for field in dtype.fields:
-                walk(field.dtype, field.name, top)
+                walk(field.dtype, field.name, (*path, field.name))
         elif isinstance(dtype, pl.List):
-            if dtype.inner == pl.String and top is not None:
-                text_lists.append(top)
-            walk(dtype.inner, None, None)
+            if dtype.inner == pl.String:
+                text_lists.append((*path, ""))
+            walk(dtype.inner, None, (*path, ""))
 
     for field in dtype.fields:
-        walk(field.dtype, field.name, field.name)
+        walk(field.dtype, field.name, (field.name,))
     if names and lines.str.contains('"(?:' + "|".join(re.escape(n) for n in sorted(names)) + r')":\s*[\[{]').any():
         return True
-    opens_like_json = pl.element().str.starts_with("{") | pl.element().str.starts_with("[")
-    return any(frame[c].list.eval(opens_like_json).list.any().any() for c in text_lists)
+
+    def items(path: tuple[str, ...]) -> pl.Series:
+        values = frame[path[0]]
+        for step in path[1:]:
+            values = values.explode() if step == "" else values.struct.field(step)
+        return values
+
+    def rendered(values: pl.Series) -> bool:
+        return bool((values.str.starts_with("{") | values.str.starts_with("[")).any())
+
+    return any(rendered(items(path)) for path in text_lists)
 
 
 def _reject_constant(name: str) -> None:

@@ -60,38 +60,46 @@ def read_streamed(
 #: 1M rows for a style fit of LMArena's nested parquet), so that memory is bounded by the slice and every check
 #: and map of a slice shares one read of it (as queries of their own, each would read the file again).
 SLICE_ROWS = 1_000_000
-#: A file is cut into this many slices at least, of ``MIN_SLICE_ROWS`` rows at least: the next slice is read
-#: while one is checked and mapped (decoding a struct such as ``conv_metadata`` keeps about one core busy, and
-#: checking and mapping a slice the other), so a file of a few slices spends less time waiting than one of one.
+#: A file is cut into this many slices at least, of ``MIN_SLICE_ROWS`` rows at least (two thirds of that when two
+#: are read at once: :data:`STRUCT_SLICES_AT_ONCE`): the next slice is read while one is checked and mapped
+#: (decoding a struct such as ``conv_metadata`` keeps about one core busy, and checking and mapping a slice the
+#: other), so a file of a few slices spends less time waiting than one of one.
 SLICES = 4
 MIN_SLICE_ROWS = 100_000
 
 
 #: Slices read at once when each lies within a row group and the read holds a struct column (LMArena's
-#: ``conv_metadata``): polars decodes a struct column of a row group on one thread, so that a file of one row group
-#: (as pandas and pyarrow write up to a million rows) has its counts decoded on one core, a slice after another,
-#: while the checks of a slice leave the other core idle part of the time: two slices read at once keep both busy
-#: (a style fit of such a file took 0.85 of the time). A slice of several row groups has them decoded side by side
-#: already (two at once gained nothing there, and slices cut across groups cost 8% more), as do flat columns.
+#: ``conv_metadata``): polars decodes a struct column of a row group on one thread, so that a file of large row
+#: groups (pandas and pyarrow write 1,048,576 rows to a group) has its counts decoded on one core, a slice after
+#: another, while the checks of a slice leave the other core idle part of the time: two slices read at once keep both
+#: busy (a style fit of such a file took 0.85 of the time at 1M votes, 0.80 at 10M). Each group is then cut in equal
+#: slices, none across two groups (slices across the 125k-row groups polars writes cost 8% more CPU). A slice of
+#: several row groups has them decoded side by side already (two at once gained nothing there), as do flat columns.
 STRUCT_SLICES_AT_ONCE = 2
 
 
-def slices_at_once(path: Path, lean: LeanParquet, rows: int) -> int:
-    """How many slices of a file of ``rows`` rows are read at once (see :data:`STRUCT_SLICES_AT_ONCE`)."""
+def slicing(path: Path, lean: LeanParquet, rows: int) -> tuple[int, list[tuple[int, int]]]:
+    """How a file of ``rows`` rows is read: slices at once, and each slice's first row and rows (see
+    :data:`STRUCT_SLICES_AT_ONCE`)."""
+    size = slice_rows(rows)
+    one_at_a_time = 1, [(start, min(size, max(rows, 1) - start)) for start in range(0, max(rows, 1), size)]
     if not any(isinstance(lean.schema[c], pl.Struct) for c in lean.columns or ()):
-        return 1
+        return one_at_a_time
     try:
         group = first_row_group_rows(local_path(path))
     except (OSError, ValueError):
-        return 1  # damage, which the read reports
-    return STRUCT_SLICES_AT_ONCE if group is not None and group >= slice_rows(rows) else 1
+        return one_at_a_time  # damage, which the read reports
+    if group is None or group < size:
+        return one_at_a_time
+    smaller = max(1, size * 2 // (STRUCT_SLICES_AT_ONCE + 1))  # as many rows held: the slice checked, and those being read
+    cut = -(-group // -(-group // smaller))  # each group in equal slices (every group but the last has the first's rows)
+    return STRUCT_SLICES_AT_ONCE, [(start, min(cut, end - start)) for first in range(0, rows, group)
+                                   for end in [min(first + group, rows)] for start in range(first, end, cut)]
 
 
-def slice_rows(rows: int, at_once: int = 1) -> int:
-    """The rows of each slice of a file of ``rows`` rows (see :data:`SLICES`), ``at_once`` of them read while one
-    is checked: smaller slices when more are read at once, so that as many rows are held."""
-    size = max(1, min(SLICE_ROWS, max(MIN_SLICE_ROWS, -(-rows // SLICES))))
-    return max(1, size * 2 // (at_once + 1))
+def slice_rows(rows: int) -> int:
+    """The rows of each slice of a file of ``rows`` rows, read a slice at a time (see :data:`SLICES`)."""
+    return max(1, min(SLICE_ROWS, max(MIN_SLICE_ROWS, -(-rows // SLICES))))
 
 
 @dataclass(frozen=True)
@@ -112,16 +120,14 @@ def _read_file(
     one that :func:`canonicalize` accepts (a label to normalise): the batch path reads such files."""
     scan = lean.scan.select(lean.columns)
     rows = _collect(scan.select(pl.len()), path).item()
-    at_once = slices_at_once(path, lean, rows)
-    size = slice_rows(rows, at_once)
-    starts = range(0, max(rows, 1), size)
+    at_once, cuts = slicing(path, lean, rows)
     slices: list[_Slice] = []
 
-    def read(start: int) -> Callable[[], pl.DataFrame]:
-        return lambda: _few_chunks(_collect(scan.slice(start, size), path))
+    def read(start: int, length: int) -> Callable[[], pl.DataFrame]:
+        return lambda: _few_chunks(_collect(scan.slice(start, length), path))
 
-    frames = made_ahead((read(start) for start in starts), at_once)  # the next slices read while this one is checked
-    for start, frame in zip(starts, frames):
+    frames = made_ahead((read(start, length) for start, length in cuts), at_once)  # the next slices read while this one is checked
+    for (start, _), frame in zip(cuts, frames):
         found = _read_slice(frame, start, path, lean, labels, columns, map_batch)
         del frame
         if found is None:
