@@ -151,7 +151,7 @@ def bench_fits(args, workdir: Path, shapes: list[str], sizes: list[int], baselin
     outdir = workdir / "out"
     outdir.mkdir(exist_ok=True)
     for n in sizes:
-        paths = ensure(shapes, n, args.models, workdir, log=log, hub_python=args.baselines_python)
+        paths = ensure(shapes, n, args.models, workdir, log=log, pyarrow_python=args.baselines_python)
         for name in shapes:
             shape, path = SHAPES[name], paths[name]
             needs_features = "store+features" in args.sources and "both" in args.styles
@@ -224,7 +224,7 @@ def _rss(row: dict) -> str:
 
 
 #: The flat-column file of the same votes written as a shape is (see bench/shapes.py).
-FLAT_OF = {"nested-parquet-hub": "flat-parquet-hub", "texts-parquet-hub": "flat-parquet-hub", "nested-parquet-pyarrow": "flat-parquet-pyarrow"}
+FLAT_OF = {"nested-parquet-hub": "flat-parquet-hub", "nested-parquet-pyarrow": "flat-parquet-pyarrow"}
 
 
 def report(rows: list[dict]) -> str:

@@ -285,10 +285,10 @@ def default_seed(n: int, n_models: int) -> int:
 
 
 def ensure(names: Iterable[str], n: int, n_models: int, workdir: Path, seed: int | None = None,
-           log: Callable[[str], None] = print, hub_python: str = BASELINES_PYTHON) -> dict[str, Path]:
+           log: Callable[[str], None] = print, pyarrow_python: str = BASELINES_PYTHON) -> dict[str, Path]:
     """The files of the shapes ``names`` (and the reference flat file of each kind), ``n`` votes among
     ``n_models`` models, generated where not cached: one simulation pass per kind writes all its missing files.
-    ``hub_python``: a python with pyarrow, for the shapes written by pyarrow's writers (:data:`WRITERS`)."""
+    ``pyarrow_python``: a python with pyarrow, for the shapes written by pyarrow's writers (:data:`WRITERS`)."""
     seed = default_seed(n, n_models) if seed is None else seed
     shapes = [SHAPES[name] for name in dict.fromkeys(names)]
     shapes += [REFERENCE[kind] for kind in dict.fromkeys(s.kind for s in shapes) if REFERENCE[kind] not in shapes]
@@ -298,7 +298,7 @@ def ensure(names: Iterable[str], n: int, n_models: int, workdir: Path, seed: int
         if not missing:
             continue
         log(f"generating {', '.join(s.name for s in missing)}: {n:,} votes x {n_models} models ...")
-        sinks = [(_Sink(paths[s.name], s.container, (hub_python, s.writer) if s.writer != "polars" else None), s) for s in missing]
+        sinks = [(_Sink(paths[s.name], s.container, (pyarrow_python, s.writer) if s.writer != "polars" else None), s) for s in missing]
         for k, sim in enumerate(simulate_in_parts(n, n_models, seed, part_battles=part_rows, **options)):
             for sink, shape in sinks:
                 sink.add(shape.layout(sim, k))
