@@ -29,19 +29,23 @@ def test_conversation_texts_round_trip_exactly(tmp_path):
 
 
 def test_typed_messages_in_parts_read_as_their_texts_and_other_shapes_as_no_conversation():
-    """A message's content given as parts reads as the texts of its parts, those not null, joined by a newline
-    (no part: an empty text; no content: none); parts without a text, or with bytes for one, are no conversation."""
+    """A message's content given as parts reads as the texts of its parts, those given, joined by a newline (no
+    part, or parts without texts: an empty text; no content: none); content of another shape (a list of texts, an
+    object) is no conversation."""
     from arena_cli.io.fields import PART_SEPARATOR, typed_conversation
 
+    def read(content_type, contents):
+        messages = pl.List(pl.Struct({"role": pl.String, "content": content_type}))
+        frame = pl.DataFrame({"c": [[{"role": "user", "content": c} for c in row] for row in contents]}, schema={"c": messages})
+        expression = typed_conversation("c", messages)
+        return None if expression is None else [[m["content"] for m in row] for row in frame.select(expression)["c"].to_list()]
+
     part = pl.Struct({"type": pl.String, "text": pl.String, "image": pl.String})
-    messages = pl.List(pl.Struct({"role": pl.String, "content": pl.List(part)}))
-    conversations = pl.DataFrame({"c": [
-        [{"role": "user", "content": [{"type": "text", "text": "a", "image": None}, {"type": "image", "text": None, "image": "x"},
-                                      {"type": "text", "text": "# b", "image": None}]}],
-        [{"role": "assistant", "content": []}, {"role": "user", "content": None}],
-        None,
-    ]}, schema={"c": messages})
-    read = conversations.select(typed_conversation("c", messages))["c"].to_list()
-    assert read == [[{"role": "user", "content": f"a{PART_SEPARATOR}# b"}], [{"role": "assistant", "content": ""}, {"role": "user", "content": None}], None]
-    for other in (pl.Struct({"type": pl.String, "image": pl.String}), pl.Struct({"type": pl.String, "text": pl.Binary})):
-        assert typed_conversation("c", pl.List(pl.Struct({"role": pl.String, "content": pl.List(other)}))) is None
+    given = [[[{"type": "text", "text": "a", "image": None}, {"type": "image", "text": None, "image": "x"}, {"type": "text", "text": "# b", "image": None}]],
+             [[], None]]
+    assert read(pl.List(part), given) == [[f"a{PART_SEPARATOR}# b"], ["", None]]
+    assert read(pl.List(pl.Struct({"type": pl.String, "image": pl.String})), [[[{"type": "image", "image": "x"}], None]]) == [["", None]]
+    assert read(pl.List(pl.Struct({"type": pl.String, "text": pl.Binary})), [[[{"type": "text", "text": b"hi"}]]]) == [["hi"]]
+    assert read(pl.List(pl.Null), [[[], None]]) == [["", None]]
+    assert read(pl.List(pl.String), [[["a", "b"]]]) is None
+    assert read(pl.Struct({"text": pl.String}), [[{"text": "an object"}]]) is None
