@@ -89,12 +89,15 @@ def slicing(path: Path, lean: LeanParquet, rows: int) -> tuple[int, list[tuple[i
         group = first_row_group_rows(local_path(path))
     except (OSError, ValueError):
         return one_at_a_time  # damage, which the read reports
-    if group is None or group < size:
+    if group is None or group < size or not rows:
         return one_at_a_time
     smaller = max(1, size * 2 // (STRUCT_SLICES_AT_ONCE + 1))  # as many rows held: the slice checked, and those being read
     cut = -(-group // -(-group // smaller))  # each group in equal slices (every group but the last has the first's rows)
-    return STRUCT_SLICES_AT_ONCE, [(start, min(cut, end - start)) for first in range(0, rows, group)
-                                   for end in [min(first + group, rows)] for start in range(first, end, cut)]
+    cuts: list[tuple[int, int]] = []
+    for first in range(0, rows, group):
+        end = min(first + group, rows)
+        cuts += [(start, min(cut, end - start)) for start in range(first, end, cut)]
+    return STRUCT_SLICES_AT_ONCE, cuts
 
 
 def slice_rows(rows: int) -> int:
