@@ -655,3 +655,16 @@ def test_bytes_of_a_message_are_read_as_utf8_text_by_every_read_path(tmp_path, t
         result = read_sources([path], columns=columns)
         assert result.battles.height == (2 if text == b"hi" else 1)
         assert result.quarantine["detail"].to_list() == ([] if text == b"hi" else ["conversation_a: bytes that are not UTF-8 in a message"])
+
+
+@pytest.mark.parametrize("part", [pl.Null(), pl.Struct({"type": pl.String})])
+def test_a_role_of_bytes_beside_parts_without_texts_is_checked_as_utf8(tmp_path, part):
+    message = pl.Struct({"role": pl.Binary, "content": pl.List(part)})
+    content = [] if part == pl.Null() else [{"type": "image"}]
+    path = tmp_path / "v.parquet"
+    pl.DataFrame({"model_a": ["a", "b"], "model_b": ["b", "a"], "winner": ["tie", "tie"],
+                  "conversation_a": [[{"role": b"user", "content": content}], [{"role": b"\xff", "content": content}]]},
+                 schema_overrides={"conversation_a": pl.List(message)}).write_parquet(path)
+    result = read_sources([path])
+    assert result.battles["conversation_a"].to_list() == [[{"role": "user", "content": ""}]]
+    assert result.quarantine["detail"].to_list() == ["conversation_a: bytes that are not UTF-8 in a message"]

@@ -312,8 +312,9 @@ def _utf8_messages(conversations: pl.Series) -> pl.Series:
     that has such bytes. Other bytes (an image's, say) are not read, so not checked."""
     messages = conversations.explode()
     read = [messages.struct.field("role"), messages.struct.field("content")]
-    if isinstance(read[1].dtype, pl.List):  # parts
-        read[1] = read[1].explode().struct.field("text")
+    if isinstance(read[1].dtype, pl.List):  # parts: their texts, if they have any
+        parts = read.pop().explode()
+        read += [parts.struct.field("text")] if _part_text(parts.dtype) is not None else []
     try:
         for values in read:
             values.cast(pl.String)
@@ -324,7 +325,7 @@ def _utf8_messages(conversations: pl.Series) -> pl.Series:
 
         def readable(message: dict | None) -> bool:
             content = message["content"] if message is not None else None
-            texts = [part["text"] for part in content if part is not None] if isinstance(content, list) else [content]
+            texts = [part.get("text") for part in content if part is not None] if isinstance(content, list) else [content]
             return message is None or all(utf8(value) for value in (message["role"], *texts))
 
         # (built again: a null row keeps its values below it, which a cast of every message would still meet)
