@@ -47,5 +47,7 @@ def test_typed_messages_in_parts_read_as_their_texts_and_other_shapes_as_no_conv
     assert read(pl.List(pl.Struct({"type": pl.String, "image": pl.String})), [[[{"type": "image", "image": "x"}], None]]) == [["", None]]
     assert read(pl.List(pl.Struct({"type": pl.String, "text": pl.Binary})), [[[{"type": "text", "text": b"hi"}]]]) == [["hi"]]
     assert read(pl.List(pl.Null), [[[], None]]) == [["", None]]
+    assert read(pl.Array(part, 2), [[[{"type": "text", "text": "a", "image": None}, {"type": "image", "text": None, "image": "x"}]]]) == [["a"]]
+    assert read(pl.Array(pl.Struct({"text": pl.Binary}), 1), [[[{"text": b"hi"}]]]) == [["hi"]]
     assert read(pl.List(pl.String), [[["a", "b"]]]) is None
     assert read(pl.Struct({"text": pl.String}), [[{"text": "an object"}]]) is None

@@ -278,6 +278,8 @@ def _message_text(content: PolarsDataType) -> pl.Expr | None:
     given = pl.element().struct.field("content")
     if _casts_to_text(content):
         return given.cast(pl.String)
+    if isinstance(content, pl.Array):  # a fixed-size list: as many parts in every message
+        given, content = given.arr.to_list(), pl.List(content.inner)
     part = content.inner if isinstance(content, pl.List) else None
     if not (part == pl.Null or isinstance(part, pl.Struct)):
         return None
@@ -296,7 +298,7 @@ def _part_text(part: PolarsDataType | None) -> PolarsDataType | None:
 
 def _read_bytes(role: PolarsDataType, content: PolarsDataType) -> bool:
     """Whether a message's role, content or part texts, as read, are bytes (to be checked for UTF-8)."""
-    part = content.inner if isinstance(content, pl.List) else None
+    part = content.inner if isinstance(content, (pl.List, pl.Array)) else None
     return pl.Binary in (role, content, _part_text(part))
 
 
@@ -312,8 +314,9 @@ def _utf8_messages(conversations: pl.Series) -> pl.Series:
     that has such bytes. Other bytes (an image's, say) are not read, so not checked."""
     messages = conversations.explode()
     read = [messages.struct.field("role"), messages.struct.field("content")]
-    if isinstance(read[1].dtype, pl.List):  # parts: their texts, if they have any
-        parts = read.pop().explode()
+    if isinstance(read[1].dtype, (pl.List, pl.Array)):  # parts: their texts, if they have any
+        parts = read.pop()
+        parts = (parts.arr.to_list() if isinstance(parts.dtype, pl.Array) else parts).explode()
         read += [parts.struct.field("text")] if _part_text(parts.dtype) is not None else []
     try:
         for values in read:
