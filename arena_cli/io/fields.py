@@ -346,17 +346,15 @@ def decode_conversations(series: pl.Series) -> pl.Series:
     reads them: each message's content a text, or a list of parts (objects); null where neither. A batch is decoded
     whole as either shape; where neither fits, row by row, and a conversation whose messages differ in shape
     (parts for the user, a text for the answer, as chat APIs log them) message by message (:func:`_mixed_messages`)."""
-    blank = series.str.strip_chars() == ""
+    series = _unblank(series)
     for shape in (CONVERSATION, PARTS_CONVERSATION):  # (a batch of one shape: one decode)
-        try:
-            whole = series.to_frame().select(pl.when(~blank).then(pl.first())).to_series().str.json_decode(shape)
-        except Exception:
-            continue
-        return whole if shape is CONVERSATION else _texts_of_parts(whole).alias(series.name)
-    decoded = decode_json(series, CONVERSATION)
-    others = decoded.is_null() & series.is_not_null() & ~blank
+        whole = _decoded_whole(series, shape)
+        if whole is not None:
+            return whole if shape is CONVERSATION else _texts_of_parts(whole).alias(series.name)
+    decoded = _decoded_rows(series, CONVERSATION)
+    others = decoded.is_null() & series.is_not_null()
     if others.any():
-        parts = _texts_of_parts(decode_json(series.to_frame().select(pl.when(others).then(pl.first())).to_series(), PARTS_CONVERSATION))
+        parts = _texts_of_parts(_decoded_rows(series.to_frame().select(pl.when(others).then(pl.first())).to_series(), PARTS_CONVERSATION))
         decoded = pl.select(pl.coalesce(decoded, parts)).to_series()
         mixed = decoded.is_null() & others
         if mixed.any():
@@ -400,23 +398,38 @@ def decode_json(series: pl.Series, dtype: pl.DataType) -> pl.Series:
 
     Blank text is not JSON: it becomes null first (polars decodes an all-blank column to zero rows).
     """
-    series = series.to_frame().select(pl.when(pl.first().str.strip_chars() != "").then(pl.first())).to_series().alias(series.name)
+    series = _unblank(series)
+    whole = _decoded_whole(series, dtype)
+    return whole if whole is not None else _decoded_rows(series, dtype)
+
+
+def _unblank(series: pl.Series) -> pl.Series:
+    return series.to_frame().select(pl.when(pl.first().str.strip_chars() != "").then(pl.first())).to_series().alias(series.name)
+
+
+def _decoded_whole(series: pl.Series, dtype: pl.DataType) -> pl.Series | None:
+    """JSON text (none blank) decoded to ``dtype`` in one pass; None when some row does not fit."""
     try:
         return series.str.json_decode(dtype)
     except Exception:
-        import json
+        return None
 
-        def one(value: str | None) -> str | None:
-            if value is None:
-                return None
-            try:
-                pl.Series([value]).str.json_decode(dtype)
-                json.loads(value)
-                return value
-            except Exception:
-                return None
 
-        return pl.Series(series.name, [one(v) for v in series.to_list()], dtype=pl.String).str.json_decode(dtype)
+def _decoded_rows(series: pl.Series, dtype: pl.DataType) -> pl.Series:
+    """JSON text (none blank) decoded to ``dtype``, a row that does not fit null (each tried on its own)."""
+    import json
+
+    def one(value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            pl.Series([value]).str.json_decode(dtype)
+            json.loads(value)
+            return value
+        except Exception:
+            return None
+
+    return pl.Series(series.name, [one(v) for v in series.to_list()], dtype=pl.String).str.json_decode(dtype)
 
 
 def json_text(value: pl.Expr) -> pl.Expr:
