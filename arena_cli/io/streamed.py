@@ -73,8 +73,12 @@ MIN_SLICE_ROWS = 100_000
 #: groups (pandas and pyarrow write 1,048,576 rows to a group) has its counts decoded on one core, a slice after
 #: another, while the checks of a slice leave the other core idle part of the time: two slices read at once keep both
 #: busy (a style fit of such a file took 0.85 of the time at 1M votes, 0.80 at 10M). Each group is then cut in equal
-#: slices, none across two groups (slices across the 125k-row groups polars writes cost 8% more CPU). A slice of
-#: several row groups has them decoded side by side already (two at once gained nothing there), as do flat columns.
+#: slices, none across two groups (slices across the 125k-row groups polars writes cost 8% more CPU), as few as
+#: bound memory (two thirds of :data:`SLICE_ROWS` rows each) and two at least: polars decodes a struct's slice from
+#: within a row group at a cost that grows with the rows before it, so that the seven slices a 1M-row group was cut
+#: in (a quarter of the file each, as for other reads) took 1.8 times the CPU of one read of it, and a style fit of
+#: such a file 1.16 times the time of two slices. A slice of several row groups has them decoded side by side
+#: already (two at once gained nothing there), as do flat columns.
 STRUCT_SLICES_AT_ONCE = 2
 
 
@@ -91,8 +95,8 @@ def slicing(path: Path, lean: LeanParquet, rows: int) -> tuple[int, list[tuple[i
         return one_at_a_time  # damage, which the read reports
     if group is None or group < size or not rows:
         return one_at_a_time
-    smaller = max(1, size * 2 // (STRUCT_SLICES_AT_ONCE + 1))  # as many rows held: the slice checked, and those being read
-    cut = -(-group // -(-group // smaller))  # each group in equal slices (every group but the last has the first's rows)
+    smaller = max(1, SLICE_ROWS * 2 // (STRUCT_SLICES_AT_ONCE + 1))  # as many rows held: the slice checked, and those being read
+    cut = -(-group // max(STRUCT_SLICES_AT_ONCE, -(-group // smaller)))  # each group in equal slices (every group but the last has the first's rows)
     cuts: list[tuple[int, int]] = []
     for first in range(0, rows, group):
         end = min(first + group, rows)
