@@ -206,6 +206,7 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("texts-meta-parquet", "long", "parquet", conversations(meta=True), "meta", True),
     Shape("texts-parquet-hub", "long", "parquet", conversations(meta=False), None, True, writer="hub"),
     Shape("release-texts-parquet-hub", "long", "parquet", release_texts, "meta", True, writer="hub", ids="id"),
+    Shape("release-texts-jsonl", "long", "jsonl", release_texts, "meta", True, ids="id"),
     Shape("flat-short-parquet", "short", "parquet", flat, "flat", False, ids="battle_id"),
     Shape("flat-long-parquet", "long", "parquet", flat, "flat", False, ids="battle_id"),
 )}

@@ -868,3 +868,80 @@ def test_a_hostile_log_fits_as_before_through_the_cli(tmp_path, monkeypatch):
     _batch_path(monkeypatch)
     batch = runner.invoke(app, args)
     assert (fast.exit_code, fast.stdout, fast.stderr) == (batch.exit_code, batch.stdout, batch.stderr)
+
+
+#: Parts of a message's content as LMArena's releases write them (``{type, text, image, mimeType}``: a text, an image
+#: alone, a text of null), and as they should not be: a text that is no string (polars renders it as text), a part
+#: that is no object, a key given twice or spelt with an escape.
+USUAL_PARTS = st.builds(lambda text, separators: _object([('"type"', '"text"'), ('"text"', text), ('"image"', "null"), ('"mimeType"', "null")], separators),
+                        CONTENTS, SEPARATORS) | st.sampled_from([
+    '{"type":"image","text":null,"image":{"bytes":null,"path":"a.png"},"mimeType":"image/png"}', '{"type":"image","image":{"path":"b.png"}}'])
+ODD_PARTS = st.sampled_from([
+    '{"text":3}', '{"text":1.0}', '{"text":1.5}', '{"text":true}', '{"text":{"a":1}}', '{"text":["x"]}', '{"text": [ ]}', '"x"', "3", "null", "[]", "{}",
+    '{"text":"a","text":"b"}', '{"text":null,"text":"b"}', '{"text":"a","text":5}', '{"t\\u0065xt":5}', '{"text" : 2}', '{"x\\"text":1}', '{"text":"x\\u0072"}',
+])
+PART_MESSAGE = st.builds(
+    lambda role, parts, tokens, first: _object([('"role"', role), ('"content"', "[" + ",".join(parts) + "]")][:: 1 if first else -1] + ([('"num_tokens"', "8")] if tokens else [])),
+    ROLES, st.lists(USUAL_PARTS, max_size=3), st.booleans(), st.booleans())
+ODD_PART_MESSAGES = st.builds(lambda role, parts: _object([('"role"', role), ('"content"', "[" + ",".join(parts) + "]")]),
+                              ROLES, st.lists(USUAL_PARTS | ODD_PARTS, min_size=1, max_size=3)) | st.sampled_from([
+    '{"role":"user","content":"a text"}', '{"role":"user","content":null}', '{"role":"user","content":{}}', '{"role":"user","content":[]}',
+    '{"role":3,"content":[]}', '{"role":null,"content":[]}', '{"content":[{"text":"x"}]}', '{"role":"user"}',
+    '{"role":"user","content":[{"text":"x"}],"content":"y"}', '{"role":"user","content":[],"content":[{"text":"y"}]}', '{"role":"user","role":4,"content":[]}',
+    '"hello"', "null"])
+PART_CONVERSATIONS = st.lists(PART_MESSAGE | PART_MESSAGE | ODD_PART_MESSAGES, max_size=4).map(lambda messages: "[" + ",".join(messages) + "]") | st.sampled_from(
+    ["null", "[]", '"[]"', '[{"role":"user","content":"x"}]'])
+
+
+_FIRST_MESSAGE = '{"role":"user","content":[{"type":"text","text":"Hi","image":null,"mimeType":null}]}'
+
+
+@st.composite
+def part_lines(draw, rows: int, usual: bool):
+    """Lines of votes whose conversations are in parts (the arena-human-preference-140k release's shape), the first
+    one as the release writes it; unless ``usual``, one or two later ones (or none) with a conversation as logs may
+    write it otherwise."""
+    odd = set() if usual else draw(st.sets(st.integers(1, rows - 1), max_size=2))
+    lines = []
+    for i in range(rows):
+        first = [_FIRST_MESSAGE] if i == 0 else []  # (lists of no parts alone do not show that the contents are lists of parts)
+        sides = [draw(st.lists(PART_MESSAGE, max_size=3).map(lambda messages: "[" + ",".join(first + messages) + "]")) for _ in "ab"]
+        if i in odd:
+            sides[draw(st.integers(0, 1))] = draw(PART_CONVERSATIONS)
+        lines.append(f'{{"conversation_a":{sides[0]},{json.dumps(_vote(i))[1:-1]},"conversation_b":{sides[1]}}}'.encode())
+    return lines
+
+
+#: A line of the release's shape whose part texts are no strings: the batch path infers their type.
+_NUMBER_TEXTS = b'{"conversation_a":[{"role":"user","content":[{"type":"text","text":1.0}]}],' + _line(_vote(1))[1:]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@example([_line(_vote(0))[:-1] + b',"conversation_a":[{"role":"user","content":[{"text":"x"}]}]}', _NUMBER_TEXTS], STYLED, (200_000, 64 << 20), 1)
+@example([_line(_vote(0))[:-1] + b',"conversation_a":[{"role":"user","content":[{"text":"x"}]}]}', _NUMBER_TEXTS], STYLED, (2, 3), 1)
+@example([_line(_vote(0))[:-1] + b',"conversation_a":[{"role":"user","content":[{"text":"x"}]}]}', _NUMBER_TEXTS.replace(b'"user"', b"7")], STYLED, (2, 3), 1)
+@given(part_lines(8, usual=False), st.sampled_from([PLAIN, STYLED]), st.sampled_from([(200_000, 64 << 20), (3, 2500), (2, 3)]), st.integers(1, 8))
+def test_conversations_in_parts_are_read_as_the_batch_path_reads_them(tmp_path, monkeypatch, lines, columns, batch, prefix):
+    """Whatever the parts of a log's messages hold, a streamed read of conversations in parts gives what the batch
+    path gives (each message's text its parts' texts), or hands the file to it: a part text or a role that is no
+    string, a part that is no object, a content that is no list of parts, are not read otherwise."""
+    path = tmp_path / "votes.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    _assert_read_alike(monkeypatch, path, InputOptions(batch_rows=batch[0], batch_bytes=batch[1]), columns, prefix)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(part_lines(8, usual=True), st.sampled_from([PLAIN, STYLED]))
+def test_conversations_in_parts_as_the_release_writes_them_are_streamed(tmp_path, monkeypatch, lines, columns):
+    """Messages in parts with a role and texts, images or both (the release's shape): the streamed read reads them
+    itself (the batch path took four times as long for the release with its texts), and gives what the batch path
+    gives."""
+    assume(not any(key in line for line in lines for key in SEARCHED_KEYS))
+    path = tmp_path / "votes.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    with monkeypatch.context() as patched:
+        patched.setattr(reading, "read_lean", _no_batch_path)
+        fast = read_sources([path], columns=columns)
+    with monkeypatch.context() as patched:
+        _batch_path(patched)
+        _assert_same(_comparable(fast), _comparable(read_sources([path], columns=columns)))

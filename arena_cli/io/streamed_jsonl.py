@@ -20,7 +20,9 @@ The fields and their meaning come from the file's first lines, read by the batch
 plan (:func:`plan_for`), and that the nested fields read (``conv_metadata``, conversations) are objects and lists.
 Every scalar is then read as text, as the batch path reads it; conversations, when the caller wants them, as lists
 of ``{role, content}``, else as the roles of their messages only (their texts, most of a log's bytes, are only
-checked, on the bytes: :func:`_searched`); ``conv_metadata``, when the caller wants its counts, as a struct of
+checked, on the bytes: :func:`_searched`); conversations whose contents are lists of parts (LMArena's releases since
+2025), as such lists whether the caller wants them or not, validated as the batch path validates them
+(:func:`_read_type`); ``conv_metadata``, when the caller wants its counts, as a struct of
 them with integer leaves (a count that is no integer literal is an error, so that no row is read otherwise than the
 batch path reads it), its groups of counts (``header_count_a``) read as text and parsed where they can be
 (:func:`_grouped_counts`); else only checked: as a struct of no fields (whether it is an object), its counts on
@@ -82,7 +84,7 @@ from arena_cli.errors import InputError
 from arena_cli.io.array_lines import LineBlock, array_lines, fill
 from arena_cli.io.canonical import FEATURE_COUNT_COLUMNS, FEATURE_DENSITY_COLUMNS, canonicalize, numeric_extras
 from arena_cli.io.dialects import ARENA_COLUMNS, Plan, container_for, plan_for
-from arena_cli.io.fields import meta_dtype
+from arena_cli.io.fields import PARTS_CONVERSATION, meta_dtype
 from arena_cli.io.files import opened, read_ahead
 from arena_cli.io.json_bytes import DEEPEST, nesting
 from arena_cli.io.judged import JudgeLog
@@ -119,6 +121,10 @@ _MESSAGE_KEYS = (
     rf'[{{,]{_SPACE}(?:"role"{_SPACE}:{_SPACE}{_STRING}{_SPACE},{_SPACE}"content"|"content"{_SPACE}:{_SPACE}{_STRING}{_SPACE},{_SPACE}"role")'
     rf'{_SPACE}:{_SPACE}"|[{{,]{_SPACE}"(?:role|content)"{_SPACE}:'
 )
+#: A message's role, or a part's text, given anything but a string or null, on the bytes (see :data:`_MESSAGE_KEYS`
+#: for why only a key follows a brace or a comma): polars renders such a value where text is read (``1.0`` as
+#: ``1``, an object as text), where the batch path infers another type for it.
+_PART_VALUES = rf'[{{,]{_SPACE}"(?:role|text)"{_SPACE}:{_SPACE}[^"n\s]'
 #: What Kaggle's winner columns (``winner_model_a``, ``winner_model_b``) share, in a key.
 _KAGGLE_WINNERS = '"winner_model_'
 #: Conversations read only to be checked: the role of each message (its content is still read by polars, not kept).
@@ -209,7 +215,17 @@ class _Layout:
 
     @property
     def conversations(self) -> tuple[str, ...]:
+        return (*self.texts, *self.parts)
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The conversations whose messages' contents are texts."""
         return tuple(c for c, dtype in self.schema.items() if dtype in (CONVERSATION, _ROLES))
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The conversations whose messages' contents are lists of parts (LMArena's releases since 2025)."""
+        return tuple(c for c, dtype in self.schema.items() if dtype == PARTS_CONVERSATION)
 
     @property
     def nested(self) -> tuple[str, ...]:
@@ -284,7 +300,8 @@ def _layout(path: Path, container: str, options: InputOptions, columns: Sequence
     searched = [key for key in (f'"{c}"' for c in first_batch_keys) if not key.startswith(_KAGGLE_WINNERS)]
     searched += [_KAGGLE_WINNERS] * (len(searched) < len(first_batch_keys))
     meta_checked = plan.columns.get("conv_metadata") if not set(META_COLUMNS) & set(columns) else None
-    checked: list[str] = [field for field in ("conversation_a", "conversation_b") if field in plan.columns and field not in columns]
+    # (conversations in parts are read whole and validated as the batch path validates them: see _read_type)
+    checked: list[str] = [field for field in ("conversation_a", "conversation_b") if field in plan.columns and field not in columns and schema[plan.columns[field]] != PARTS_CONVERSATION]
     schema.update({plan.columns[field]: _ROLES for field in checked})
     if meta_checked is not None:
         schema[meta_checked] = pl.Struct([])
@@ -336,14 +353,24 @@ def _plan_keys(plan: Plan, options: InputOptions, columns: Sequence[str]) -> tup
 def _read_type(field: str, values: pl.Series) -> pl.DataType | None:
     """The type a field is read as: text; a nested field with the type of its shape (``conv_metadata`` an object,
     conversations lists of messages) when the first lines give it that shape or none; None when they give a
-    nested field another shape, or another field a nested value (the batch path reads those)."""
+    nested field another shape, or another field a nested value (the batch path reads those).
+
+    Conversations whose messages' contents are lists of parts (objects) in the first lines are read as
+    :data:`~arena_cli.io.fields.PARTS_CONVERSATION`, whether the caller wants them or not: a message's text is then
+    its parts' texts, as the batch path reads them (:func:`~arena_cli.io.fields.typed_conversation`), checked by
+    validation; a content of another shape in a later line (a text, a part that is no object) stops polars' read,
+    and a role or a part's text that is not a string or null is found on the bytes (:data:`_PART_VALUES`)."""
     given = values.dtype
     absent = given == pl.String and values.null_count() == values.len()
     if field == "conv_metadata":
         return meta_dtype(pl.Int64()) if isinstance(given, pl.Struct) or absent else None
     if field in ("conversation_a", "conversation_b"):
         inner = given.inner if isinstance(given, pl.List) else None
-        messages = inner == pl.Null or isinstance(inner, pl.Struct) and {"role", "content"} <= {f.name for f in inner.fields}
+        fields = {f.name: f.dtype for f in inner.fields} if isinstance(inner, pl.Struct) else {}
+        content = fields.get("content")
+        if "role" in fields and isinstance(content, pl.List) and isinstance(content.inner, pl.Struct):
+            return PARTS_CONVERSATION
+        messages = inner == pl.Null or {"role", "content"} <= set(fields)
         return CONVERSATION if messages or absent else None
     return None if given.is_nested() else pl.String()
 
@@ -546,7 +573,9 @@ def _searched(text: pl.Series, layout: _Layout, first_batch: bool) -> pl.LazyFra
     then no line gives another: a line gives its key the value read, and nulls after it at most, which polars'
     inference skips."""
     search = pl.col("text")
-    paired = search.str.extract_all(_MESSAGE_KEYS).explode().drop_nulls().str.ends_with('"').all() if layout.conversations else pl.lit(True)
+    paired = search.str.extract_all(_MESSAGE_KEYS).explode().drop_nulls().str.ends_with('"').all() if layout.texts else pl.lit(True)
+    if layout.parts:
+        paired &= ~search.str.contains(_PART_VALUES).any()
     flagged = search.str.contains("|".join(_flag_patterns(layout, first_batch).values())).any()
     keys = "|".join(re.escape(c) for c in layout.nested)
     given = search.str.count_matches(rf'"(?:{keys})"{_SPACE}:{_SPACE}[^n\s]').sum() if keys else pl.lit(0, dtype=pl.UInt32)
