@@ -121,10 +121,11 @@ _MESSAGE_KEYS = (
     rf'[{{,]{_SPACE}(?:"role"{_SPACE}:{_SPACE}{_STRING}{_SPACE},{_SPACE}"content"|"content"{_SPACE}:{_SPACE}{_STRING}{_SPACE},{_SPACE}"role")'
     rf'{_SPACE}:{_SPACE}"|[{{,]{_SPACE}"(?:role|content)"{_SPACE}:'
 )
-#: A message's role, or a part's text, given anything but a string or null, on the bytes (see :data:`_MESSAGE_KEYS`
-#: for why only a key follows a brace or a comma): polars renders such a value where text is read (``1.0`` as
-#: ``1``, an object as text), where the batch path infers another type for it.
-_PART_VALUES = rf'[{{,]{_SPACE}"(?:role|text)"{_SPACE}:{_SPACE}[^"n\s]'
+#: A message's role, or a part's text, given anything but a string or null, on the bytes: polars renders such a
+#: value where text is read (``1.0`` as ``1``, an object as text), where the batch path infers another type for it.
+#: (A key in quotes followed by a colon is a key, or the end of one with an escaped quote: a false alarm. Starting
+#: with a literal, the pattern is searched for with the others at little cost.)
+_PART_VALUES = rf'"(?:role|text)"{_SPACE}:{_SPACE}[^"n\s]'
 #: What Kaggle's winner columns (``winner_model_a``, ``winner_model_b``) share, in a key.
 _KAGGLE_WINNERS = '"winner_model_'
 #: Conversations read only to be checked: the role of each message (its content is still read by polars, not kept).
@@ -528,7 +529,9 @@ def _read(pieces: list[bytes], layout: _Layout, first_batch: bool) -> pl.DataFra
         frame, searched = pl.collect_all([scan(layout.again(False, False)), _searched(text, layout, first_batch)])
         flagged, paired, given = searched.row(0)
         flags = _flags(text, layout, first_batch) if flagged else {}
-        found, watched, counts = (flags.get(name, False) for name in ("found", "watched", "counts"))
+        found, watched, counts, parts = (flags.get(name, False) for name in ("found", "watched", "counts", "parts"))
+        if parts:
+            return None
 
         def again(counts: bool) -> pl.DataFrame:  # the watched keys dropped after the read (dropped from the scan, they would not be read)
             return scan(layout.again(watched, counts)).collect().drop(layout.watched if watched else ())
@@ -560,7 +563,7 @@ def _too_deep(pieces: list[bytes]) -> bool:
 
 def _searched(text: pl.Series, layout: _Layout, first_batch: bool) -> pl.LazyFrame:
     """What the text of a block (in pieces of whole lines) is searched for: whether it holds any of
-    :func:`_flag_patterns`; whether, when the block has conversations, every key ``role`` or ``content`` in it is in
+    :func:`_flag_patterns`; whether, when the block has conversations of texts, every key ``role`` or ``content`` in it is in
     a pair (:data:`_MESSAGE_KEYS`); and the keys of nested fields given a value other than null.
 
     When every such key is in a pair, each has a string (not null, not nested) and its partner beside it: so every
@@ -574,8 +577,6 @@ def _searched(text: pl.Series, layout: _Layout, first_batch: bool) -> pl.LazyFra
     inference skips."""
     search = pl.col("text")
     paired = search.str.extract_all(_MESSAGE_KEYS).explode().drop_nulls().str.ends_with('"').all() if layout.texts else pl.lit(True)
-    if layout.parts:
-        paired &= ~search.str.contains(_PART_VALUES).any()
     flagged = search.str.contains("|".join(_flag_patterns(layout, first_batch).values())).any()
     keys = "|".join(re.escape(c) for c in layout.nested)
     given = search.str.count_matches(rf'"(?:{keys})"{_SPACE}:{_SPACE}[^n\s]').sum() if keys else pl.lit(0, dtype=pl.UInt32)
@@ -588,8 +589,11 @@ def _flag_patterns(layout: _Layout, first_batch: bool) -> dict[str, str]:
     ``found``, what the batch path may read otherwise (:func:`_sought`: any ``\\u`` taken for an escape);
     ``watched``, a watched key (:class:`_Layout`); ``counts``, a count only checked that may be invalid
     (:func:`_invalid_counts`), or what keeps groups of counts from being read as text (see
-    :func:`_grouped_counts`)."""
+    :func:`_grouped_counts`); ``parts``, a role or a part's text that is no string in conversations in parts
+    (:data:`_PART_VALUES`)."""
     patterns = {"found": _sought(layout, first_batch, "")}
+    if layout.parts:
+        patterns["parts"] = _PART_VALUES
     if layout.watched:
         patterns["watched"] = "|".join(re.escape(f'"{c}"') for c in layout.watched)
     if layout.meta_checked:
