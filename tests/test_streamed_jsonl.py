@@ -917,28 +917,30 @@ _NUMBER_TEXTS = b'{"conversation_a":[{"role":"user","content":[{"type":"text","t
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@example([_line(_vote(0))[:-1] + b',"conversation_a":[{"role":"user","content":[{"text":"x"}]}]}', _NUMBER_TEXTS], STYLED, (200_000, 64 << 20), 1)
-@example([_line(_vote(0))[:-1] + b',"conversation_a":[{"role":"user","content":[{"text":"x"}]}]}', _NUMBER_TEXTS], STYLED, (2, 3), 1)
-@example([_line(_vote(0))[:-1] + b',"conversation_a":[{"role":"user","content":[{"text":"x"}]}]}', _NUMBER_TEXTS.replace(b'"user"', b"7")], STYLED, (2, 3), 1)
-@given(part_lines(8, usual=False), st.sampled_from([PLAIN, STYLED]), st.sampled_from([(200_000, 64 << 20), (3, 2500), (2, 3)]), st.integers(1, 8))
-def test_conversations_in_parts_are_read_as_the_batch_path_reads_them(tmp_path, monkeypatch, lines, columns, batch, prefix):
-    """Whatever the parts of a log's messages hold, a streamed read of conversations in parts gives what the batch
-    path gives (each message's text its parts' texts), or hands the file to it: a part text or a role that is no
-    string, a part that is no object, a content that is no list of parts, are not read otherwise."""
-    path = tmp_path / "votes.jsonl"
-    path.write_bytes(b"".join(line + b"\n" for line in lines))
+@example([_line(_vote(0))[:-1] + b',"conversation_a":[{"role":"user","content":[{"text":"x"}]}]}', _NUMBER_TEXTS], STYLED, (200_000, 64 << 20), 1, "jsonl")
+@example([_line(_vote(0))[:-1] + b',"conversation_a":[{"role":"user","content":[{"text":"x"}]}]}', _NUMBER_TEXTS], STYLED, (2, 3), 1, "jsonl")
+@example([_line(_vote(0))[:-1] + b',"conversation_a":[{"role":"user","content":[{"text":"x"}]}]}', _NUMBER_TEXTS.replace(b'"user"', b"7")], STYLED, (2, 3), 1, "indent")
+@given(part_lines(8, usual=False), st.sampled_from([PLAIN, STYLED]), st.sampled_from([(200_000, 64 << 20), (3, 2500), (2, 3)]), st.integers(1, 8),
+       st.sampled_from(["jsonl", "compact", "indent"]))
+def test_conversations_in_parts_are_read_as_the_batch_path_reads_them(tmp_path, monkeypatch, lines, columns, batch, prefix, layout):
+    """Whatever the parts of a log's messages hold, a streamed read of conversations in parts (JSON lines, or a JSON
+    array) gives what the batch path gives (each message's text its parts' texts), or hands the file to it: a part
+    text or a role that is no string, a part that is no object, a content that is no list of parts, are not read
+    otherwise."""
+    path = tmp_path / ("votes.jsonl" if layout == "jsonl" else "votes.json")
+    path.write_bytes(b"".join(line + b"\n" for line in lines) if layout == "jsonl" else _array(lines, layout, []))
     _assert_read_alike(monkeypatch, path, InputOptions(batch_rows=batch[0], batch_bytes=batch[1]), columns, prefix)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(part_lines(8, usual=True), st.sampled_from([PLAIN, STYLED]))
-def test_conversations_in_parts_as_the_release_writes_them_are_streamed(tmp_path, monkeypatch, lines, columns):
-    """Messages in parts with a role and texts, images or both (the release's shape): the streamed read reads them
-    itself (the batch path took four times as long for the release with its texts), and gives what the batch path
-    gives."""
+@given(part_lines(8, usual=True), st.sampled_from([PLAIN, STYLED]), st.sampled_from(["jsonl", "compact", "indent"]))
+def test_conversations_in_parts_as_the_release_writes_them_are_streamed(tmp_path, monkeypatch, lines, columns, layout):
+    """Messages in parts with a role and texts, images or both (the release's shape), in JSON lines or a JSON array:
+    the streamed read reads them itself (the batch path took three times as long for the release with its texts),
+    and gives what the batch path gives."""
     assume(not any(key in line for line in lines for key in SEARCHED_KEYS))
-    path = tmp_path / "votes.jsonl"
-    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    path = tmp_path / ("votes.jsonl" if layout == "jsonl" else "votes.json")
+    path.write_bytes(b"".join(line + b"\n" for line in lines) if layout == "jsonl" else _array(lines, layout, []))
     with monkeypatch.context() as patched:
         patched.setattr(reading, "read_lean", _no_batch_path)
         fast = read_sources([path], columns=columns)
