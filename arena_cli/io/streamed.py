@@ -60,8 +60,8 @@ def read_streamed(
 #: 1M rows for a style fit of LMArena's nested parquet), so that memory is bounded by the slice and every check
 #: and map of a slice shares one read of it (as queries of their own, each would read the file again).
 SLICE_ROWS = 1_000_000
-#: A file is cut into this many slices at least, of ``MIN_SLICE_ROWS`` rows at least (two thirds of that when two
-#: are read at once: :data:`STRUCT_SLICES_AT_ONCE`): the next slice is read while one is checked and mapped
+#: A file is cut into this many slices at least, of ``MIN_SLICE_ROWS`` rows at least (a file of large row groups
+#: of a struct is cut otherwise: :data:`STRUCT_SLICES_AT_ONCE`): the next slice is read while one is checked and mapped
 #: (decoding a struct such as ``conv_metadata`` keeps about one core busy, and checking and mapping a slice the
 #: other), so a file of a few slices spends less time waiting than one of one.
 SLICES = 4
