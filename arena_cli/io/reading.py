@@ -20,6 +20,7 @@ from arena_cli.io.canonical import align, canonicalize, numeric_extras, raw_of
 from arena_cli.io.dialects import Plan, check_sources, container_for, plan_for
 from arena_cli.io.duplicates import SourceIds, add_hashes, conflict_rows, split_duplicates
 from arena_cli.io.fields import may_leave_years
+from arena_cli.io.files import read_ahead
 from arena_cli.io.index import BattleIndex, SortedRuns
 from arena_cli.io.lean import IDENTITY, LeanIds, LeanParquet, lean_parquet, lean_plan, select_wanted
 from arena_cli.io.judged import JudgeLog, source_files
@@ -216,7 +217,7 @@ def _validated(
         lean = lean_parquet(path, options, columns)
         read_columns, batch_rows = lean.columns, lean.batch_rows(options)
     judged = JudgeLog(path, options)  # a judge's log: its records as votes, in batches of one vote per record
-    for read in read_batches(path, fmt, batch_rows, read_columns, options.batch_bytes):
+    for read in read_ahead(read_batches(path, fmt, batch_rows, read_columns, options.batch_bytes)):  # the next batch parsed meanwhile
         for raw in judged.votes(read):
             batches += 1
             summary.rows_read += raw.frame.height + raw.rejected.height
