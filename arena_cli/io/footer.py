@@ -134,29 +134,6 @@ class _ArrowSchema:
         return [self._ref(at + 4 + 4 * i) for i in range(struct.unpack_from("<I", self.data, at)[0])]
 
 
-def first_row_group_rows(path: Path) -> int | None:
-    """The rows of the first row group of the parquet file at ``path``: those of every group but the last, as pyarrow
-    and polars write them (None: no row group, or a footer larger than :data:`MAX_FOOTER_BYTES`); ValueError (or
-    OSError) when the footer cannot be read. Only the footer's start is decoded, however many groups follow."""
-    footer = _footer_bytes(path)
-    if footer is None:
-        return None
-    reader, field = _Compact(footer), 0
-    try:
-        while header := reader.byte():
-            kind, delta = header & 0x0F, header >> 4
-            field = field + delta if delta else reader.zigzag()
-            if field == 4 and kind == 9:  # row_groups, a list of RowGroup structs
-                size, element = reader.list_header()
-                rows = reader.read_struct({3: True}).get(3) if size and element == 12 else None
-                return rows if isinstance(rows, int) and not isinstance(rows, bool) else None
-            if kind not in (1, 2):  # (a boolean field's value is in its header)
-                reader.skip(kind)
-    except (IndexError, KeyError, TypeError, struct.error, RecursionError):
-        raise ValueError("truncated or damaged parquet footer") from None
-    return None
-
-
 def _decoded_footer(path: Path, wanted: dict[int, Any] | None = None) -> dict[int, Any] | None:
     footer = _footer_bytes(path)
     return None if footer is None else _Compact(footer).read_struct(WANTED if wanted is None else wanted)

@@ -10,9 +10,10 @@ mapped by ``map_batch`` (so only the mapped values are held for the whole file);
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -22,7 +23,6 @@ from arena_cli.io.fields import CONTROL_CHARACTER, changed_values, parse_text
 from arena_cli.io.duplicates import CONTENT_ID
 from arena_cli.io.lean import LeanIds, LeanParquet, counts_out_of_range, select_wanted
 from arena_cli.io.files import local_path, made_ahead
-from arena_cli.io.footer import first_row_group_rows
 from arena_cli.io.readers import ROW, corrupt_parquet
 from arena_cli.io.results import IngestResult, ReadPath, SourceSummary
 from arena_cli.schema import Frame, conform, empty_quarantine
@@ -60,53 +60,65 @@ def read_streamed(
 #: 1M rows for a style fit of LMArena's nested parquet), so that memory is bounded by the slice and every check
 #: and map of a slice shares one read of it (as queries of their own, each would read the file again).
 SLICE_ROWS = 1_000_000
-#: A file is cut into this many slices at least, of ``MIN_SLICE_ROWS`` rows at least (a file of large row groups
-#: of a struct is cut otherwise: :data:`STRUCT_SLICES_AT_ONCE`): the next slice is read while one is checked and mapped
-#: (decoding a struct such as ``conv_metadata`` keeps about one core busy, and checking and mapping a slice the
-#: other), so a file of a few slices spends less time waiting than one of one.
+#: A file is cut into this many slices at least, of ``MIN_SLICE_ROWS`` rows at least: the next slice is read while
+#: one is checked and mapped, so a file of a few slices spends less time waiting than one of one.
 SLICES = 4
 MIN_SLICE_ROWS = 100_000
-
-
-#: Slices read at once when each lies within a row group and the read holds a struct column (LMArena's
-#: ``conv_metadata``): polars decodes a struct column of a row group on one thread, so that a file of large row
-#: groups (pandas and pyarrow write 1,048,576 rows to a group) has its counts decoded on one core, a slice after
-#: another, while the checks of a slice leave the other core idle part of the time: two slices read at once keep both
-#: busy (a style fit of such a file took 0.85 of the time at 1M votes, 0.80 at 10M). Each group is then cut in equal
-#: slices, none across two groups (slices across the 125k-row groups polars writes cost 8% more CPU), as few as
-#: bound memory (two thirds of :data:`SLICE_ROWS` rows each) and two at least: polars decodes a struct's slice from
-#: within a row group at a cost that grows with the rows before it, so that the seven slices a 1M-row group was cut
-#: in (a quarter of the file each, as for other reads) took 1.8 times the CPU of one read of it, and a style fit of
-#: such a file 1.16 times the time of two slices. A slice of several row groups has them decoded side by side
-#: already (two at once gained nothing there), as do flat columns.
-STRUCT_SLICES_AT_ONCE = 2
-
-
-def slicing(path: Path, lean: LeanParquet, rows: int) -> tuple[int, list[tuple[int, int]]]:
-    """How a file of ``rows`` rows is read: slices at once, and each slice's first row and rows (see
-    :data:`STRUCT_SLICES_AT_ONCE`)."""
-    size = slice_rows(rows)
-    one_at_a_time = 1, [(start, min(size, max(rows, 1) - start)) for start in range(0, max(rows, 1), size)]
-    if not any(isinstance(lean.schema[c], pl.Struct) for c in lean.columns or ()):
-        return one_at_a_time
-    try:
-        group = first_row_group_rows(local_path(path))
-    except (OSError, ValueError):
-        return one_at_a_time  # damage, which the read reports
-    if group is None or group < size or not rows:
-        return one_at_a_time
-    smaller = max(1, SLICE_ROWS * 2 // (STRUCT_SLICES_AT_ONCE + 1))  # as many rows held: the slice checked, and those being read
-    cut = -(-group // max(STRUCT_SLICES_AT_ONCE, -(-group // smaller)))  # each group in equal slices (every group but the last has the first's rows)
-    cuts: list[tuple[int, int]] = []
-    for first in range(0, rows, group):
-        end = min(first + group, rows)
-        cuts += [(start, min(cut, end - start)) for start in range(first, end, cut)]
-    return STRUCT_SLICES_AT_ONCE, cuts
 
 
 def slice_rows(rows: int) -> int:
     """The rows of each slice of a file of ``rows`` rows, read a slice at a time (see :data:`SLICES`)."""
     return max(1, min(SLICE_ROWS, max(MIN_SLICE_ROWS, -(-rows // SLICES))))
+
+
+class _ArrowStructs:
+    """A file's struct columns (LMArena's ``conv_metadata``: counts only, as a streamed read's structs are), a
+    slice after another, decoded by pyarrow; the slice's other columns by polars.
+
+    Why: polars 2.1 decodes a struct column at five to eight times the CPU of the same values as flat columns, and
+    every leaf of it whatever a query selects; pyarrow decodes it at about the cost of flat columns. A style fit of
+    1M votes of LMArena's nested parquet took 1.36 times the time of the same votes as flat columns (hub-written),
+    1.19 (pyarrow-written) and 1.32 (polars-written); with pyarrow 1.15, 1.06 and 1.23. From a slice that pyarrow
+    cannot read as polars does (its rows or types otherwise, damage) on, polars reads the whole slices, reporting
+    damage as for any file."""
+
+    def __init__(self, path: Path, lean: LeanParquet, structs: list[str], rows_per_slice: int):
+        self.path, self.order, self.structs = path, list(lean.columns or ()), structs
+        self.types = {c: lean.schema[c] for c in structs}
+        self.others = [c for c in self.order if c not in structs]
+        self.batches: Iterator[Any] | None = None
+        self.errors: tuple[type[BaseException], ...] = (OSError, ValueError, TypeError, pl.exceptions.PolarsError)
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:  # (a dependency: only a broken install lacks it)
+            return
+        self.errors += (pa.ArrowException,)
+        try:
+            self.batches = pq.ParquetFile(local_path(path)).iter_batches(batch_size=rows_per_slice, columns=structs, use_threads=False)
+        except self.errors:
+            pass  # (polars reads the file, and reports what is wrong with it)
+
+    @classmethod
+    def of(cls, path: Path, lean: LeanParquet, rows_per_slice: int) -> _ArrowStructs | None:
+        structs = [c for c in lean.columns or () if isinstance(lean.schema[c], pl.Struct)]
+        return cls(path, lean, structs, rows_per_slice) if structs else None
+
+    def slice(self, scan: pl.LazyFrame, start: int, length: int) -> pl.DataFrame | None:
+        """Rows ``start`` to ``start + length`` of the file's columns, the slices taken in order; None when polars
+        is to read them (and every slice after them)."""
+        if self.batches is None:
+            return None
+        try:
+            batch = next(self.batches, None)
+            structs = None if batch is None or batch.num_rows != length else pl.from_arrow(batch)
+        except self.errors:
+            structs = None
+        if not isinstance(structs, pl.DataFrame) or any(structs.schema[c] != t for c, t in self.types.items()):
+            self.batches = None
+            return None
+        rest = _collect(scan.select(self.others).slice(start, length), self.path)
+        return rest.hstack(structs.get_columns()).select(self.order)
 
 
 @dataclass(frozen=True)
@@ -127,13 +139,18 @@ def _read_file(
     one that :func:`canonicalize` accepts (a label to normalise): the batch path reads such files."""
     scan = lean.scan.select(lean.columns)
     rows = _collect(scan.select(pl.len()), path).item()
-    at_once, cuts = slicing(path, lean, rows)
+    size = slice_rows(rows)
+    cuts = [(start, min(size, max(rows, 1) - start)) for start in range(0, max(rows, 1), size)]
+    structs = _ArrowStructs.of(path, lean, size)
     slices: list[_Slice] = []
 
     def read(start: int, length: int) -> Callable[[], pl.DataFrame]:
-        return lambda: _few_chunks(_collect(scan.slice(start, length), path))
+        def made() -> pl.DataFrame:
+            frame = structs.slice(scan, start, length) if structs is not None else None
+            return _few_chunks(frame if frame is not None else _collect(scan.slice(start, length), path))
+        return made
 
-    frames = made_ahead((read(start, length) for start, length in cuts), at_once)  # the next slices read while this one is checked
+    frames = made_ahead(read(start, length) for start, length in cuts)  # the next slice read while this one is checked (in order)
     for (start, _), frame in zip(cuts, frames):
         found = _read_slice(frame, start, path, lean, labels, columns, map_batch)
         del frame
