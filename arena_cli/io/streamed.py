@@ -83,7 +83,7 @@ class _ArrowStructs:
     damage as for any file."""
 
     def __init__(self, path: Path, lean: LeanParquet, structs: list[str], rows_per_slice: int):
-        self.path, self.order, self.structs = path, list(lean.columns or ()), structs
+        self.path, self.order = path, list(lean.columns or ())
         self.types = {c: lean.schema[c] for c in structs}
         self.others = [c for c in self.order if c not in structs]
         self.batches: Iterator[Any] | None = None
@@ -118,6 +118,9 @@ class _ArrowStructs:
             self.batches = None
             return None
         rest = _collect(scan.select(self.others).slice(start, length), self.path)
+        if rest.height != length:
+            self.batches = None
+            return None
         return rest.hstack(structs.get_columns()).select(self.order)
 
 
