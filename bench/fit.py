@@ -234,7 +234,7 @@ def report(rows: list[dict]) -> str:
     (F over F_flat). It bounds what the other two ratios can be together: a fit that reads each file as fast as its
     floor and then does the same work X (the same votes, so the same fit) has x floor = (F + X) / F and x flat =
     (F + X) / (F_flat + X); x floor ≤ 2 needs X ≤ F, x flat ≤ 1.2 needs X ≥ 5F − 6F_flat, and both hold for some
-    X only when F ≤ 1.5 F_flat."""
+    X only when F ≤ 1.5 F_flat (or when the fit reads faster than its floor: it decodes a struct with pyarrow)."""
     lines = ["| votes | shape | style | source | tool | wall s | peak RSS MB | x floor | x flat | floor x flat floor | arena-rank / this | max score diff |",
              "|---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
