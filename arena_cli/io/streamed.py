@@ -78,7 +78,7 @@ class _ArrowStructs:
     Why: polars 2.1 decodes a struct column at five to eight times the CPU of the same values as flat columns, and
     every leaf of it whatever a query selects; pyarrow decodes it at about the cost of flat columns. A style fit of
     1M votes of LMArena's nested parquet took 1.36 times the time of the same votes as flat columns (hub-written),
-    1.19 (pyarrow-written) and 1.32 (polars-written); with pyarrow 1.15, 1.06 and 1.23. From a slice that pyarrow
+    1.19 (pyarrow-written) and 1.32 (polars-written); with pyarrow 1.16, 1.12 and 1.19. From a slice that pyarrow
     cannot read as polars does (its rows or types otherwise, damage) on, polars reads the whole slices, reporting
     damage as for any file."""
 
