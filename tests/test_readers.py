@@ -12,41 +12,42 @@ from hypothesis import strategies as st
 
 from arena_cli.errors import InputError
 from arena_cli.io.dialects import container_for
-from arena_cli.io.files import container_of, made_ahead
+from arena_cli.io.files import container_of, read_ahead
 from arena_cli.io.options import InputOptions
 from arena_cli.io.readers import RAW, ROW, read_batches
 
 
-@pytest.mark.parametrize("at_once", [1, 2, 3])
-def test_made_ahead_gives_every_item_in_order_with_at_most_at_once_being_made(at_once):
-    """Items made ahead on threads come in the makers' order, however long each takes; no more than ``at_once`` are
-    made while the caller holds one; an error of a maker reaches the caller when its item is due."""
+def test_read_ahead_gives_every_item_in_order_with_one_made_ahead_at_most():
+    """Items made ahead on a thread come in order, however long each takes; one at most is made while the caller
+    holds one; an error in making one reaches the caller when that item is due."""
     import threading
     import time
 
-    lock, making, most = threading.Lock(), [0], [0]
+    lock, made, most_ahead, taken = threading.Lock(), [0], [0], [0]
 
-    def maker(number):
-        def make():
-            with lock:
-                making[0] += 1
-                most[0] = max(most[0], making[0])
+    def items(count, failing=None):
+        for number in range(count):
+            if number == failing:
+                raise ValueError(f"item {number}")
             time.sleep(0.02 * (number % 3 == 0))  # some slower than those after them
             with lock:
-                making[0] -= 1
-            return number
-        return make
+                made[0] += 1
+                most_ahead[0] = max(most_ahead[0], made[0] - taken[0])
+            yield number
 
-    assert list(made_ahead((maker(n) for n in range(9)), at_once)) == list(range(9))
-    assert most[0] <= at_once
+    got = []
+    for item in read_ahead(items(9)):
+        with lock:
+            taken[0] += 1
+        got.append(item)
+        time.sleep(0.01)
+    assert got == list(range(9))
+    assert most_ahead[0] <= 2  # the one held, and the one made meanwhile
 
-    def failing():
-        raise ValueError("slice 2")
-
-    items = made_ahead([maker(0), maker(1), failing, maker(3)], at_once)
-    assert [next(items), next(items)] == [0, 1]
-    with pytest.raises(ValueError, match="slice 2"):
-        next(items)
+    failing = read_ahead(items(4, failing=2))
+    assert [next(failing), next(failing)] == [0, 1]
+    with pytest.raises(ValueError, match="item 2"):
+        next(failing)
 
 
 def batches(path, container, batch_rows=1000):

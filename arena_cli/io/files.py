@@ -23,8 +23,7 @@ import threading
 import weakref
 import zlib
 from typing import TYPE_CHECKING
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -230,21 +229,6 @@ def read_ahead(items: Iterator[_T]) -> Iterator[_T]:
         while made := ahead.result():
             ahead = worker.submit(lambda: list(itertools.islice(items, 1)))
             yield made.pop()  # (not kept here: the caller alone holds it)
-
-
-def made_ahead(makers: Iterable[Callable[[], _T]], at_once: int = 1) -> Iterator[_T]:
-    """What each of ``makers`` makes, in order, the next ``at_once`` made on threads of their own while the caller
-    works on one (as :func:`read_ahead`, but several at once: each maker stands alone, as a read of one slice of a
-    file does). The caller holds one item, and ``at_once`` more are being made; one that stops early waits for
-    those."""
-    pending = iter(makers)
-    with ThreadPoolExecutor(max(1, at_once)) as workers:
-        making = deque(workers.submit(maker) for maker in itertools.islice(pending, max(1, at_once)))
-        while making:
-            made = making.popleft().result()
-            making.extend(workers.submit(maker) for maker in itertools.islice(pending, 1))
-            yield made
-            del made  # (not kept here while the next is awaited: the caller alone holds it)
 
 
 #: Whether :func:`quiet_stderr` silences file descriptor 2: the command line's choice (its errors are one line), not

@@ -22,7 +22,7 @@ from arena_cli.io.canonical import Check, canonicalize, extra_exprs, field_exprs
 from arena_cli.io.fields import CONTROL_CHARACTER, changed_values, parse_text
 from arena_cli.io.duplicates import CONTENT_ID
 from arena_cli.io.lean import LeanIds, LeanParquet, counts_out_of_range, select_wanted
-from arena_cli.io.files import local_path, made_ahead
+from arena_cli.io.files import local_path, read_ahead
 from arena_cli.io.readers import ROW, corrupt_parquet
 from arena_cli.io.results import IngestResult, ReadPath, SourceSummary
 from arena_cli.schema import Frame, conform, empty_quarantine
@@ -114,7 +114,7 @@ class _ArrowStructs:
             structs = None if batch is None or batch.num_rows != length else pl.from_arrow(batch)
         except self.errors:
             structs = None
-        if not isinstance(structs, pl.DataFrame) or any(structs.schema[c] != t for c, t in self.types.items()):
+        if not isinstance(structs, pl.DataFrame) or structs.schema != pl.Schema(self.types):
             self.batches = None
             return None
         rest = _collect(scan.select(self.others).slice(start, length), self.path)
@@ -147,13 +147,11 @@ def _read_file(
     structs = _ArrowStructs.of(path, lean, size)
     slices: list[_Slice] = []
 
-    def read(start: int, length: int) -> Callable[[], pl.DataFrame]:
-        def made() -> pl.DataFrame:
-            frame = structs.slice(scan, start, length) if structs is not None else None
-            return _few_chunks(frame if frame is not None else _collect(scan.slice(start, length), path))
-        return made
+    def read(start: int, length: int) -> pl.DataFrame:
+        frame = structs.slice(scan, start, length) if structs is not None else None
+        return _few_chunks(frame if frame is not None else _collect(scan.slice(start, length), path))
 
-    frames = made_ahead(read(start, length) for start, length in cuts)  # the next slice read while this one is checked (in order)
+    frames = read_ahead(read(start, length) for start, length in cuts)  # the next slice read while this one is checked
     for (start, _), frame in zip(cuts, frames):
         found = _read_slice(frame, start, path, lean, labels, columns, map_batch)
         del frame
