@@ -115,3 +115,26 @@ def test_when_pyarrow_fails_mid_file_polars_reads_the_rest(tmp_path, monkeypatch
     monkeypatch.setattr(streamed._ArrowStructs, "of", classmethod(lambda cls, *a: None))
     expected = _read(path)
     assert read[0].equals(expected[0]) and read[2] == expected[2] == [(40, 40, {})]
+
+
+@pytest.mark.parametrize("leaf", [pa.decimal32(9, 0), pa.decimal64(18, 0), pa.decimal128(18, 0)])
+def test_a_struct_of_decimals_is_read_by_polars(tmp_path, monkeypatch, leaf):
+    """Polars misreads pyarrow's 32- and 64-bit decimals in a struct (other values, or a panic): a struct of
+    anything but integers and floats is read by polars, as it was before pyarrow decoded structs."""
+    import decimal
+
+    n = 30
+    counts = lambda k: pa.array([decimal.Decimal((i * k) % 7) for i in range(n)], leaf)  # noqa: E731
+    meta = pa.StructArray.from_arrays(
+        [counts(1), counts(2), pa.StructArray.from_arrays([counts(3), counts(1)], names=["h1", "h2"])],
+        names=["sum_assistant_a_tokens", "sum_assistant_b_tokens", "header_count_a"],
+    )
+    path = tmp_path / "decimals.parquet"
+    pq.write_table(pa.table({"model_a": ["x", "y", "z"] * 10, "model_b": ["y", "z", "x"] * 10, "winner": ["model_a", "tie", "model_b"] * 10,
+                             "conv_metadata": meta}), path)
+    columns = ["model_a", "model_b", "outcome", "meta_tokens_a", "meta_h1_a"]
+    taken = _arrow_slices(monkeypatch)
+    read = read_sources([path], columns=columns)
+    assert taken == [False]
+    assert read.battles["meta_tokens_a"].to_list() == [i % 7 for i in range(n)]
+    assert read.battles["meta_h1_a"].to_list() == [(3 * i) % 7 for i in range(n)]

@@ -95,7 +95,9 @@ class _ArrowStructs:
             return
         self.errors += (pa.ArrowException,)
         try:
-            self.batches = pq.ParquetFile(local_path(path)).iter_batches(batch_size=rows_per_slice, columns=structs, use_threads=False)
+            file = pq.ParquetFile(local_path(path))
+            if all(_numbers(file.schema_arrow.field(c).type) for c in structs):
+                self.batches = file.iter_batches(batch_size=rows_per_slice, columns=structs, use_threads=False)
         except self.errors:
             pass  # (polars reads the file, and reports what is wrong with it)
 
@@ -122,6 +124,16 @@ class _ArrowStructs:
             self.batches = None
             return None
         return rest.hstack(structs.get_columns()).select(self.order)
+
+
+def _numbers(dtype: Any) -> bool:
+    """Whether an Arrow type is a struct (at any depth) of integers and floats only: what polars takes from Arrow
+    as they are (it misreads the 32- and 64-bit decimals pyarrow writes, in a struct, as other values)."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(dtype):
+        return all(_numbers(dtype.field(i).type) for i in range(dtype.num_fields))
+    return bool(pa.types.is_integer(dtype) or pa.types.is_floating(dtype))
 
 
 @dataclass(frozen=True)
