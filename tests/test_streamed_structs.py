@@ -138,3 +138,20 @@ def test_a_struct_of_decimals_is_read_by_polars(tmp_path, monkeypatch, leaf):
     assert taken == [False]
     assert read.battles["meta_tokens_a"].to_list() == [i % 7 for i in range(n)]
     assert read.battles["meta_h1_a"].to_list() == [(3 * i) % 7 for i in range(n)]
+
+
+@pytest.mark.parametrize("command", [["fit", "--style", "both", "--ci", "none"], ["ingest", "--store", "STORE"]])
+def test_a_damaged_struct_page_is_one_line_of_error_whatever_polars_writes_when_it_panics(tmp_path, command):
+    """Polars panics on this file's damaged ``conv_metadata`` pages, writing the panic's message and backtrace
+    (``RUST_BACKTRACE=1``) to stderr before raising it: the command line keeps them out of its one-line error."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    damaged = Path(__file__).resolve().parent / "fixtures" / "parquet" / "damaged-struct-page.parquet"
+    args = [str(tmp_path / "store") if arg == "STORE" else arg for arg in command]
+    done = subprocess.run([sys.executable, "-m", "arena_cli", args[0], str(damaged), *args[1:]], capture_output=True, text=True,
+                          env={**os.environ, "RUST_BACKTRACE": "1"}, timeout=120)
+    assert done.returncode == 3
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ") and "corrupt or truncated parquet" in done.stderr

@@ -869,7 +869,8 @@ def read_parquet(path: Path, batch_rows: int = DEFAULT_BATCH_ROWS, columns: list
         raise corrupt_parquet(path, error) from None
     for start, rows in windows:
         try:
-            window = lazy.slice(start, rows).collect()
+            with quiet_stderr():  # (polars panics on some damaged pages, writing its message and backtrace there first)
+                window = lazy.slice(start, rows).collect()
         except PARQUET_ERRORS as error:
             raise corrupt_parquet(path, error) from None
         if window.height != rows:

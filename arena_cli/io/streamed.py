@@ -22,7 +22,7 @@ from arena_cli.io.canonical import Check, canonicalize, extra_exprs, field_exprs
 from arena_cli.io.fields import CONTROL_CHARACTER, changed_values, parse_text
 from arena_cli.io.duplicates import CONTENT_ID
 from arena_cli.io.lean import LeanIds, LeanParquet, counts_out_of_range, select_wanted
-from arena_cli.io.files import local_path, read_ahead
+from arena_cli.io.files import local_path, quiet_stderr, read_ahead
 from arena_cli.io.readers import ROW, corrupt_parquet
 from arena_cli.io.results import IngestResult, ReadPath, SourceSummary
 from arena_cli.schema import Frame, conform, empty_quarantine
@@ -243,14 +243,16 @@ def _taken(
 
 def _collect_all(queries: list[pl.LazyFrame], path: Path) -> list[pl.DataFrame]:
     try:
-        return pl.collect_all(queries)
+        with quiet_stderr():  # (polars panics on some damaged pages, writing its message and backtrace there first)
+            return pl.collect_all(queries)
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as error:
         raise corrupt_parquet(path, error) from None
 
 
 def _collect(query: pl.LazyFrame, path: Path) -> pl.DataFrame:
     try:
-        return query.collect()
+        with quiet_stderr():
+            return query.collect()
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as error:
         raise corrupt_parquet(path, error) from None
 
